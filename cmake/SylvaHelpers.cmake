@@ -1,0 +1,31 @@
+# Compile options shared by every Sylva target.
+add_library(sylva_options INTERFACE)
+target_compile_options(sylva_options INTERFACE
+  $<BUILD_INTERFACE:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-psabi>
+  $<$<BOOL:${SYLVA_WERROR}>:$<BUILD_INTERFACE:-Werror>>)
+if(SYLVA_NATIVE_ARCH)
+  target_compile_options(sylva_options INTERFACE $<BUILD_INTERFACE:-march=native>)
+endif()
+if(SYLVA_SANITIZE)
+  string(REPLACE ";" "," _san "${SYLVA_SANITIZE}")
+  target_compile_options(sylva_options INTERFACE -fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  target_link_options(sylva_options INTERFACE -fsanitize=${_san})
+endif()
+install(TARGETS sylva_options EXPORT SylvaTargets)
+
+set(SYLVA_MODULES "" CACHE INTERNAL "")
+
+# sylva_add_module(<name> SOURCES ... DEPS ...): one static library per
+# module; dependencies are PRIVATE so the dependency direction stays explicit.
+function(sylva_add_module name)
+  cmake_parse_arguments(M "" "" "SOURCES;DEPS;EXTERNAL" ${ARGN})
+  add_library(sylva_${name} STATIC ${M_SOURCES})
+  target_include_directories(sylva_${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+  target_link_libraries(sylva_${name} PRIVATE sylva_options ${M_EXTERNAL})
+  foreach(dep IN LISTS M_DEPS)
+    target_link_libraries(sylva_${name} PRIVATE sylva_${dep})
+  endforeach()
+  set_target_properties(sylva_${name} PROPERTIES POSITION_INDEPENDENT_CODE ON EXPORT_NAME ${name})
+  set(SYLVA_MODULES ${SYLVA_MODULES} sylva_${name} CACHE INTERNAL "")
+endfunction()

@@ -1,0 +1,20 @@
+// Device: where a tensor lives and where kernels run.
+#pragma once
+
+#include <string>
+
+namespace sylva {
+
+enum class DeviceKind { cpu, cuda };
+
+struct Device {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+
+  static Device cpu() { return {DeviceKind::cpu, 0}; }
+  static Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
+  std::string str() const { return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+  bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
+};
+
+}  // namespace sylva

@@ -1,0 +1,75 @@
+// ParameterSet: named, trainable tensors with their gradients.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sylva/core/tensor.h"
+
+namespace sylva {
+
+/// How a parameter is initialised.
+struct Init {
+  enum class Kind : uint8_t { zeros, constant, uniform, glorot };
+  Kind kind = Kind::zeros;
+  double a = 0.0, b = 0.0;
+
+  static Init zeros() { return {Kind::zeros}; }
+  static Init constant(double v) { return {Kind::constant, v}; }
+  /// U(lo, hi).
+  static Init uniform(double lo, double hi) { return {Kind::uniform, lo, hi}; }
+  /// Glorot/Xavier uniform: U(±sqrt(6 / (fan_in + fan_out))) over the last two axes.
+  static Init glorot() { return {Kind::glorot}; }
+};
+
+struct Parameter {
+  std::string name;
+  Tensor value;
+  Tensor grad;  // same shape and dtype as value
+  /// Optimisers multiply their learning rate by this (e.g. embeddings).
+  double lr_scale = 1.0;
+  /// L2 weight decay applies to this parameter.
+  bool decay = true;
+};
+
+/// Named parameters in insertion order; references stay valid while the
+/// set lives. All parameters share one dtype.
+///
+/// @code
+/// ParameterSet ps(DType::f32, /*seed=*/7);
+/// ps.add("W", {300, 750}, Init::glorot());
+/// ps.add("b", {750}, Init::zeros());
+/// Parameter& w = ps["W"];
+/// @endcode
+class ParameterSet {
+ public:
+  explicit ParameterSet(DType dtype = DType::f32, uint64_t seed = 0) : dtype_(dtype), seed_(seed) {}
+  ParameterSet(const ParameterSet&) = delete;
+  ParameterSet& operator=(const ParameterSet&) = delete;
+
+  /// Adds and initialises a parameter; throws if the name exists.
+  Parameter& add(const std::string& name, Shape shape, Init init);
+  /// Throws sylva::Error naming the missing parameter and the known ones.
+  Parameter& operator[](const std::string& name);
+  const Parameter& operator[](const std::string& name) const;
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  size_t size() const { return params_.size(); }
+  DType dtype() const { return dtype_; }
+
+  std::vector<Parameter*> all();
+  std::vector<const Parameter*> all() const;
+  void zero_grad();
+  /// Total number of scalars.
+  int64_t numel() const;
+
+ private:
+  DType dtype_;
+  uint64_t seed_;
+  std::deque<Parameter> params_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace sylva

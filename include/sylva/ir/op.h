@@ -1,0 +1,137 @@
+// OpKind, node attributes and the op registry: one OpDef per op holds its
+// name, flags, shape inference and gradient rule (kernels live in backends,
+// keyed by OpKind; see docs/adding_an_op.md).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sylva/core/dtype.h"
+#include "sylva/core/shape.h"
+
+namespace sylva::ir {
+
+class Graph;
+using NodeId = int32_t;
+constexpr NodeId kNoNode = -1;
+
+enum class OpKind : uint8_t {
+  // Sources.
+  Param,       // a named parameter (fixed shape)
+  InputIds,    // per-vertex int32 ids from the batch (rowed, 1 column), -1 = none
+  // Vertex-function boundary: only inside a VertexFunction.
+  Pull,          // this vertex's row of the external input
+  Gather,        // child `slot`'s scattered message, zeros if absent
+  GatherReduce,  // sum of all children's messages
+  Scatter,       // marks the message sent to the parent
+  Push,          // marks this vertex's output row
+  // Program level.
+  Apply,  // runs `body` over every vertex of the batch; input: pull source
+  // Math (user-visible).
+  MatMul, Add, Sub, Mul, Tanh, Sigmoid, Relu, Exp, Log, Scale,
+  Concat, Slice, Sum, SumRows, Mean, Softmax, LogSoftmax,
+  SoftmaxCrossEntropy, Lookup, DropoutMask,
+  // Emitted by gradient rules.
+  TanhGrad, SigmoidGrad, ReluGrad, LogGrad, SoftmaxGrad, LogSoftmaxGrad,
+  SoftmaxCrossEntropyGrad, LookupGrad, Broadcast, Assemble,
+  // Gradient-graph boundary (emitted by passes::autodiff).
+  ForwardValue,   // the forward value of node `ref`
+  Seed,           // runtime gradient of the loss (fixed, 1 element)
+  PushGradIn,     // d(pushed row) of this vertex, read from the caller
+  ScatterGradIn,  // accumulated d(message) of this vertex from its parents
+  GatherGradOut,  // adds its input into child `slot`'s message gradient
+  GatherReduceGradOut,  // adds its input into every child's message gradient
+  PullGradOut,    // this vertex's d(pull input), returned to the caller
+  ParamGradOut,   // accumulates into the gradient of parameter `name`
+  ApplyGrad,      // runs ∂(body) over the batch: input d(pushed), output d(pull)
+  Count_
+};
+
+/// How a loss reduces over rows.
+enum class Reduction : uint8_t { sum, mean };
+
+/// Attributes; each op documents the fields it reads (see ops_table.cc).
+struct Attrs {
+  std::string name;                 // Param, InputIds, ParamGradOut: what it names
+  int64_t slot = 0;                 // Gather, GatherGradOut: child slot
+  int64_t begin = 0, end = 0;       // Slice: column range
+  double alpha = 1.0;               // Scale factor; DropoutMask drop probability
+  bool trans_a = false, trans_b = false;  // MatMul operand layouts
+  Reduction reduction = Reduction::sum;   // SoftmaxCrossEntropy
+  NodeId ref = kNoNode;             // ForwardValue, ApplyGrad: forward node
+  std::vector<int64_t> ranges;      // Assemble: [begin, end) per input, flattened
+  int64_t width = 0;                // Assemble: output columns; LookupGrad: table rows
+  Shape shape;                      // Param: full shape
+  std::shared_ptr<const Graph> body;  // Apply, ApplyGrad: the vertex function
+};
+
+/// The type of a value. A *rowed* value has a dynamic leading dimension
+/// (one row per vertex, or per row of a batch) and `shape` is its row
+/// shape; a fixed value (parameters, reductions) has a static full shape.
+struct ValueType {
+  DType dtype = DType::f32;
+  bool rowed = false;
+  Shape shape;
+  int64_t cols() const { return shape.cols(); }
+  /// Rows of a fixed value viewed as a matrix (1 for a vector).
+  int64_t fixed_rows() const { return shape.rows(); }
+  std::string str() const;
+};
+
+enum class OpFlag : uint32_t {
+  none = 0,
+  elementwise = 1u << 0,  // output[i,j] depends on inputs at [i,j] (vector operands broadcast): fusible
+  source = 1u << 1,       // no inputs; value comes from outside the graph
+  boundary = 1u << 2,     // moves data between a vertex and its neighbours or the caller
+  internal = 1u << 3,     // emitted by passes, not by user code
+  random = 1u << 4,       // draws random numbers (DropoutMask)
+  side_effect = 1u << 5,  // writes outside its own output (gradient outputs)
+};
+constexpr OpFlag operator|(OpFlag a, OpFlag b) {
+  return static_cast<OpFlag>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
+}
+constexpr bool has(OpFlag set, OpFlag f) {
+  return (static_cast<uint32_t>(set) & static_cast<uint32_t>(f)) != 0;
+}
+
+struct Node;
+
+/// What a gradient rule sees and may do: read the forward node, get its
+/// forward inputs/output as nodes of the gradient graph, emit new nodes
+/// there, and contribute gradients for inputs. Implemented by passes.
+class GradContext {
+ public:
+  virtual ~GradContext() = default;
+  virtual const Node& node() const = 0;  // the forward node
+  virtual NodeId dy() = 0;               // gradient of its output (in the grad graph)
+  virtual NodeId input(int k) = 0;       // forward value of input k (in the grad graph)
+  virtual NodeId output() = 0;           // forward value of the node itself
+  virtual bool needs_grad(int k) const = 0;
+  virtual NodeId emit(OpKind op, std::vector<NodeId> inputs, Attrs attrs = {}) = 0;
+  virtual void add_grad(int k, NodeId grad) = 0;
+  virtual const ValueType& type_of(NodeId grad_node) const = 0;
+};
+
+using InferFn = ValueType (*)(const Node& node, std::span<const ValueType> inputs);
+using GradFn = void (*)(GradContext& ctx);
+
+struct OpDef {
+  std::string_view name;
+  OpFlag flags = OpFlag::none;
+  int min_inputs = 0;
+  int max_inputs = 0;  // -1: variadic
+  InferFn infer = nullptr;
+  GradFn grad = nullptr;  // nullptr: not differentiable (gradient is an error if needed)
+};
+
+/// The registry: the definition of every OpKind.
+const OpDef& op_def(OpKind op);
+std::string_view op_name(OpKind op);
+/// All op kinds (for tests that iterate over the registry).
+std::vector<OpKind> all_ops();
+
+}  // namespace sylva::ir

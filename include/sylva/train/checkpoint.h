@@ -1,0 +1,24 @@
+// Checkpoints in the safetensors format (readable by PyTorch's
+// safetensors.torch.load_file), written atomically.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "sylva/frontend/parameter_set.h"
+
+namespace sylva {
+
+/// Writes every parameter's value (not gradients) to `path` as
+/// safetensors: temp file in the same directory, fsync, rename. `metadata`
+/// goes to the header's "__metadata__" (string values only).
+void save_checkpoint(const ParameterSet& ps, const std::string& path,
+                     const std::map<std::string, std::string>& metadata = {});
+
+/// Reads `path` into the existing parameters of `ps`. Verifies that the file
+/// holds exactly the parameters of `ps` with the same shapes and dtype and
+/// that the header and data are well formed; throws sylva::Error naming
+/// the file and the problem otherwise. Returns the metadata.
+std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::string& path);
+
+}  // namespace sylva

@@ -1,0 +1,150 @@
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <numeric>
+
+#include "sylva/core/dynamic_tensor.h"
+#include "sylva/core/error.h"
+#include "sylva/core/tensor.h"
+
+namespace sylva {
+
+namespace detail {
+void assert_failed(const char* expr, const char* file, int line, const std::string& msg) {
+  throw Error(concat("[internal] assertion `", expr, "` failed at ", file, ":", line,
+                     msg.empty() ? "" : ": ", msg, " (this is a Sylva bug; please report it)"));
+}
+}  // namespace detail
+
+// ---- Shape ---------------------------------------------------------------
+
+Shape::Shape(std::initializer_list<int64_t> dims) : Shape(std::vector<int64_t>(dims)) {}
+
+Shape::Shape(std::vector<int64_t> dims) : dims_(std::move(dims)) {
+  for (int64_t d : dims_) SYLVA_CHECK(d >= 0, "[shape] negative extent in ", str());
+}
+
+int64_t Shape::numel() const {
+  return std::accumulate(dims_.begin(), dims_.end(), int64_t{1}, std::multiplies<>());
+}
+
+int64_t Shape::rows() const { return cols() == 0 ? 0 : numel() / cols(); }
+
+std::string Shape::str() const {
+  std::string s = "[";
+  for (size_t i = 0; i < dims_.size(); ++i) s += (i ? ", " : "") + std::to_string(dims_[i]);
+  return s + "]";
+}
+
+// ---- Buffer --------------------------------------------------------------
+
+Buffer::~Buffer() { std::free(data_); }
+
+Buffer::Buffer(Buffer&& o) noexcept
+    : data_(o.data_), capacity_(o.capacity_), allocations_(o.allocations_) {
+  o.data_ = nullptr;
+  o.capacity_ = 0;
+}
+
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    std::free(data_);
+    data_ = o.data_;
+    capacity_ = o.capacity_;
+    allocations_ = o.allocations_;
+    o.data_ = nullptr;
+    o.capacity_ = 0;
+  }
+  return *this;
+}
+
+bool Buffer::reserve(size_t bytes, bool keep) {
+  if (bytes <= capacity_) return false;
+  // Grow geometrically so a slowly increasing batch does not reallocate every time.
+  size_t want = std::max(bytes, capacity_ + capacity_ / 2);
+  want = (want + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, want);
+  if (!p) throw std::bad_alloc();
+  if (keep && data_) std::memcpy(p, data_, capacity_);
+  std::free(data_);
+  data_ = p;
+  capacity_ = want;
+  ++allocations_;
+  return true;
+}
+
+// ---- Tensor --------------------------------------------------------------
+
+Tensor::Tensor(Shape shape, DType dtype)
+    : shape_(std::move(shape)), dtype_(dtype), storage_(std::make_shared<Buffer>()) {
+  storage_->reserve(std::max<size_t>(nbytes(), 1));
+  fill_zero();
+}
+
+void Tensor::check_type(DType t) const {
+  SYLVA_CHECK(t == dtype_, "[tensor] requested ", dtype_name(t), " data of a ", dtype_name(dtype_),
+              " tensor of shape ", shape_.str());
+}
+
+double Tensor::at(int64_t i) const {
+  SYLVA_CHECK(i >= 0 && i < numel(), "[tensor] index ", i, " out of range for shape ", shape_.str());
+  switch (dtype_) {
+    case DType::f32: return static_cast<const float*>(raw())[i];
+    case DType::f64: return static_cast<const double*>(raw())[i];
+    case DType::i32: return static_cast<const int32_t*>(raw())[i];
+  }
+  return 0;
+}
+
+void Tensor::set(int64_t i, double v) {
+  SYLVA_CHECK(i >= 0 && i < numel(), "[tensor] index ", i, " out of range for shape ", shape_.str());
+  switch (dtype_) {
+    case DType::f32: static_cast<float*>(raw())[i] = static_cast<float>(v); break;
+    case DType::f64: static_cast<double*>(raw())[i] = v; break;
+    case DType::i32: static_cast<int32_t*>(raw())[i] = static_cast<int32_t>(v); break;
+  }
+}
+
+Tensor Tensor::clone() const {
+  if (!defined()) return {};
+  Tensor t(shape_, dtype_);
+  std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+void Tensor::fill_zero() {
+  if (defined() && nbytes()) std::memset(raw(), 0, nbytes());
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  SYLVA_CHECK(src.shape_ == shape_ && src.dtype_ == dtype_, "[tensor] copy_from: expected ",
+              dtype_name(dtype_), shape_.str(), ", got ", dtype_name(src.dtype_), src.shape_.str());
+  if (nbytes()) std::memcpy(raw(), src.raw(), nbytes());
+}
+
+Tensor Tensor::reshape(Shape s) const {
+  SYLVA_CHECK(s.numel() == numel(), "[tensor] cannot reshape ", shape_.str(), " to ", s.str());
+  Tensor t = *this;
+  t.shape_ = std::move(s);
+  return t;
+}
+
+// ---- DynamicTensor -------------------------------------------------------
+
+bool DynamicTensor::reserve_rows(int64_t rows) {
+  SYLVA_ASSERT(rows >= 0);
+  return arena_.reserve(static_cast<size_t>(std::max<int64_t>(rows, 1)) * row_bytes());
+}
+
+int64_t DynamicTensor::capacity_rows() const {
+  return row_bytes() ? static_cast<int64_t>(arena_.capacity() / row_bytes()) : 0;
+}
+
+void DynamicTensor::set_window(int64_t offset, int64_t bs) {
+  SYLVA_ASSERT(offset >= 0 && bs >= 0 && offset + bs <= capacity_rows(), "window [", offset, ", ",
+               offset + bs, ") exceeds arena of ", capacity_rows(), " rows");
+  offset_ = offset;
+  bs_ = bs;
+}
+
+}  // namespace sylva

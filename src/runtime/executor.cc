@@ -1,1 +1,194 @@
-// placeholder: being written
+#include "sylva/runtime/executor.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "sylva/core/error.h"
+#include "sylva/passes/autodiff.h"
+#include "vertex_runner.h"
+
+namespace sylva {
+
+using detail::Slot;
+using detail::VertexRunner;
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+
+struct Executor::Impl {
+  Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
+      : program(p), params(ps), options(o), backend(backend_for(o.device)), values(p.graph().size()),
+        runners(p.graph().size()) {
+    if (o.threads > 0) backend.set_threads(o.threads);
+    for (const Node& n : p.graph().nodes()) {
+      if (n.op == OpKind::Param) {
+        const Parameter& prm = ps[n.attrs.name];
+        SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
+                    prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
+      } else if (n.op == OpKind::Apply) {
+        runners[n.id] = std::make_unique<VertexRunner>(n.attrs.body, backend, ps);
+      } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
+        SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
+      }
+    }
+  }
+
+  // Rows of a rowed static value: the batch's vertex count.
+  int64_t rows_of(const ir::ValueType& t) const { return t.rowed ? batch_rows : t.shape.rows(); }
+
+  MatView& out_slot(std::vector<Slot>& slots, const Node& n) {
+    return slots[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
+  }
+
+  void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows) {
+    if (observer) observer({n, g, -1, rows, std::chrono::steady_clock::now() - start});
+  }
+
+  void forward(const GraphBatch& b, Mode mode) {
+    batch = &b;
+    batch_rows = b.num_vertices();
+    schedule = Schedule::build(b, options.policy);
+    ++step;
+    ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
+    const ir::Graph& g = program.graph();
+    for (const Node& n : g.nodes()) {
+      auto start = std::chrono::steady_clock::now();
+      switch (n.op) {
+        case OpKind::Param: values[n.id].view = detail::param_view(params[n.attrs.name]); break;
+        case OpKind::InputIds: {
+          const std::vector<int32_t>& ids = b.ids(n.attrs.name);
+          std::memcpy(out_slot(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
+          break;
+        }
+        case OpKind::Apply: {
+          VertexRunner& r = *runners[n.id];
+          r.prepare(b, schedule);
+          MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
+          r.forward(pull, out_slot(values, n), ctx, observer ? &observer : nullptr);
+          break;
+        }
+        default: {
+          std::vector<MatView> ins;
+          for (NodeId in : n.inputs) ins.push_back(values[in].view);
+          check_rows(n, ins);
+          backend.run({n, ins, out_slot(values, n), ctx});
+        }
+      }
+      observe(n, g, start, rows_of(n.type));
+    }
+    forwarded = true;
+  }
+
+  void check_rows(const Node& n, const std::vector<MatView>& ins) const {
+    for (size_t k = 0; k < ins.size(); ++k)
+      SYLVA_CHECK(!program.graph().node(n.inputs[k]).type.rowed || ins[k].rows == batch_rows, "[",
+                  ir::op_name(n.op), "] input ", k, " has ", ins[k].rows, " rows, expected ", batch_rows);
+  }
+
+  const ir::Graph& grad_graph(NodeId loss) {
+    auto it = grads.find(loss);
+    if (it == grads.end()) it = grads.emplace(loss, passes::differentiate_program(program.graph(), loss)).first;
+    return *it->second;
+  }
+
+  void backward(NodeId loss, double seed) {
+    SYLVA_CHECK(forwarded, "[executor] backward() called before forward()");
+    const ir::Graph& g = grad_graph(loss);
+    if (grad_values.size() < g.size()) grad_values.resize(g.size());
+    std::vector<Slot>& gv = grad_values;
+    for (const Node& n : g.nodes()) {
+      auto start = std::chrono::steady_clock::now();
+      switch (n.op) {
+        case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
+        case OpKind::Seed: {
+          MatView& s = out_slot(gv, n);
+          dispatch_floating(s.dtype, [&](auto tag) { s.as<decltype(tag)>()[0] = static_cast<decltype(tag)>(seed); });
+          break;
+        }
+        case OpKind::ParamGradOut:
+          backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
+          break;
+        case OpKind::ApplyGrad: {
+          VertexRunner& r = *runners[n.attrs.ref];
+          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_slot(gv, n);
+          r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr);
+          break;
+        }
+        default: {
+          std::vector<MatView> ins;
+          for (NodeId in : n.inputs) ins.push_back(gv[in].view);
+          backend.run({n, ins, out_slot(gv, n), ExecContext{}});
+        }
+      }
+      observe(n, g, start, rows_of(n.type));
+    }
+  }
+
+  const Program& program;
+  ParameterSet& params;
+  ExecutorOptions options;
+  Backend& backend;
+  std::vector<Slot> values;
+  std::vector<Slot> grad_values;
+  std::vector<std::unique_ptr<VertexRunner>> runners;
+  std::unordered_map<NodeId, std::shared_ptr<const ir::Graph>> grads;
+  const GraphBatch* batch = nullptr;
+  int64_t batch_rows = 0;
+  Schedule schedule;
+  uint64_t step = 0;
+  bool forwarded = false;
+  Observer observer;
+};
+
+Executor::Executor(const Program& program, ParameterSet& params, ExecutorOptions options)
+    : impl_(std::make_unique<Impl>(program, params, options)) {
+  SYLVA_CHECK(params.dtype() == program.dtype(), "[executor] parameters are ", dtype_name(params.dtype()),
+              " but the program is ", dtype_name(program.dtype()));
+}
+
+Executor::~Executor() = default;
+
+void Executor::forward(const GraphBatch& batch, Mode mode) { impl_->forward(batch, mode); }
+
+Tensor Executor::value(Symbol s) const {
+  SYLVA_CHECK(s.graph() == &impl_->program.graph(), "[executor] symbol is not from this executor's program");
+  SYLVA_CHECK(impl_->forwarded, "[executor] value() called before forward()");
+  const Node& n = impl_->program.graph().node(s.id());
+  const MatView& v = impl_->values[n.id].view;
+  Tensor t(n.type.rowed ? Shape{v.rows, v.cols} : n.type.shape, v.dtype);
+  if (t.nbytes()) std::memcpy(t.raw(), v.data, t.nbytes());
+  return t;
+}
+
+double Executor::scalar(Symbol s) const {
+  Tensor t = value(s);
+  SYLVA_CHECK(t.numel() == 1, "[executor] scalar() of a value with ", t.numel(), " elements");
+  return t.at(0);
+}
+
+void Executor::backward(Symbol loss, double seed) {
+  SYLVA_CHECK(loss.graph() == &impl_->program.graph(), "[executor] loss is not a symbol of this program");
+  impl_->backward(loss.id(), seed);
+}
+
+const Schedule& Executor::schedule() const { return impl_->schedule; }
+const ExecutorOptions& Executor::options() const { return impl_->options; }
+void Executor::set_policy(BatchingPolicy p) { impl_->options.policy = p; }
+void Executor::set_observer(Observer obs) { impl_->observer = std::move(obs); }
+
+const ir::Graph& Executor::vertex_gradient(Symbol apply) const {
+  SYLVA_CHECK(apply.graph() == &impl_->program.graph() && impl_->runners.at(apply.id()),
+              "[executor] symbol is not an apply of this program");
+  return impl_->runners[apply.id()]->grad_graph();
+}
+
+size_t Executor::allocations() const {
+  size_t n = 0;
+  for (const auto& s : impl_->values) n += s.buf.allocations();
+  for (const auto& s : impl_->grad_values) n += s.buf.allocations();
+  for (const auto& r : impl_->runners)
+    if (r) n += r->allocations();
+  return n;
+}
+
+}  // namespace sylva

@@ -54,6 +54,19 @@ enum class OpKind : uint8_t {
 /// How a loss reduces over rows.
 enum class Reduction : uint8_t { sum, mean };
 
+/// The type of a value. A *rowed* value has a dynamic leading dimension
+/// (one row per vertex, or per row of a batch) and `shape` is its row
+/// shape; a fixed value (parameters, reductions) has a static full shape.
+struct ValueType {
+  DType dtype = DType::f32;
+  bool rowed = false;
+  Shape shape;
+  int64_t cols() const { return shape.cols(); }
+  /// Rows of a fixed value viewed as a matrix (1 for a vector).
+  int64_t fixed_rows() const { return shape.rows(); }
+  std::string str() const;
+};
+
 /// Attributes; each op documents the fields it reads (see ops_table.cc).
 struct Attrs {
   std::string name;                 // Param, InputIds, ParamGradOut: what it names
@@ -67,19 +80,7 @@ struct Attrs {
   int64_t width = 0;                // Assemble: output columns; LookupGrad: table rows
   Shape shape;                      // Param: full shape
   std::shared_ptr<const Graph> body;  // Apply, ApplyGrad: the vertex function
-};
-
-/// The type of a value. A *rowed* value has a dynamic leading dimension
-/// (one row per vertex, or per row of a batch) and `shape` is its row
-/// shape; a fixed value (parameters, reductions) has a static full shape.
-struct ValueType {
-  DType dtype = DType::f32;
-  bool rowed = false;
-  Shape shape;
-  int64_t cols() const { return shape.cols(); }
-  /// Rows of a fixed value viewed as a matrix (1 for a vector).
-  int64_t fixed_rows() const { return shape.rows(); }
-  std::string str() const;
+  ValueType declared;               // sources typed from outside: Pull, Gather*, *GradIn, ForwardValue, Seed, ApplyGrad
 };
 
 enum class OpFlag : uint32_t {

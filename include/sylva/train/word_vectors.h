@@ -14,6 +14,8 @@ struct WordVectors {
   Vocabulary vocab;
   int64_t dim = 0;
   std::vector<float> values;  // vocab.size() x dim, row-major
+  /// Lines whose word had already appeared; the first vector is kept.
+  int64_t duplicates = 0;
 };
 
 /// Loads a GloVe text file. Every line must have the same number of

@@ -1,1 +1,93 @@
-// placeholder: being written
+// The CPU backend: the kernel table plus row movement for F's boundary.
+#include <Eigen/Core>
+#include <cstring>
+
+#include "../backend_factories.h"
+#include "cpu_kernels.h"
+
+namespace sylva {
+namespace {
+
+using cpu::KernelTable;
+
+template <class T>
+void add_rows_typed(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) {
+  const int64_t n = !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
+  const int64_t C = src.cols;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t s = si.empty() ? k : si[k], d = di.empty() ? k : di[k];
+    if (s < 0 || d < 0) continue;
+    const T* a = src.as<const T>() + s * C;
+    T* b = dst.as<T>() + d * C;
+    for (int64_t c = 0; c < C; ++c) b[c] += a[c];
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend() {
+    table_.fill(nullptr);
+    cpu::register_matmul_kernels(table_);
+    cpu::register_elementwise_kernels(table_);
+    cpu::register_structure_kernels(table_);
+    cpu::register_loss_kernels(table_);
+    Eigen::setNbThreads(1);
+  }
+
+  Device device() const override { return Device::cpu(); }
+  std::string name() const override { return "cpu"; }
+  bool supports(ir::OpKind op) const override { return table_[static_cast<size_t>(op)] != nullptr; }
+
+  void run(const KernelArgs& args) override {
+    cpu::Kernel k = table_[static_cast<size_t>(args.node.op)];
+    SYLVA_CHECK(k != nullptr, "[cpu] no kernel for op '", ir::op_name(args.node.op), "'");
+    k(args);
+  }
+
+  void copy_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype);
+    const size_t bytes = static_cast<size_t>(src.cols) * dtype_size(src.dtype);
+    const int64_t n = !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
+    const char* s = static_cast<const char*>(src.data);
+    char* d = static_cast<char*>(dst.data);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t from = si.empty() ? k : si[k], to = di.empty() ? k : di[k];
+      if (to < 0) continue;
+      if (from < 0) std::memset(d + to * bytes, 0, bytes);
+      else std::memcpy(d + to * bytes, s + from * bytes, bytes);
+    }
+  }
+
+  void add_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype);
+    dispatch_floating(src.dtype, [&](auto tag) { add_rows_typed<decltype(tag)>(src, si, dst, di); });
+  }
+
+  void fill_zero(MatView dst) override {
+    if (dst.numel()) std::memset(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype));
+  }
+
+  void accumulate(MatView src, MatView dst) override {
+    SYLVA_ASSERT(src.numel() == dst.numel() && src.dtype == dst.dtype, "accumulate ", src.numel(), " into ",
+                 dst.numel());
+    dispatch_floating(src.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* s = src.as<const T>();
+      T* d = dst.as<T>();
+      for (int64_t i = 0; i < src.numel(); ++i) d[i] += s[i];
+    });
+  }
+
+  void set_threads(int threads) override {
+    if (threads > 0) Eigen::setNbThreads(threads);
+  }
+
+ private:
+  KernelTable table_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace sylva

@@ -1,1 +1,122 @@
-// placeholder: being written
+// Row-wise softmax family and softmax cross-entropy with integer labels.
+#include <cmath>
+
+#include "cpu_kernels.h"
+
+namespace sylva::cpu {
+namespace {
+
+using ir::OpKind;
+
+template <class T>
+T row_max(const T* x, int64_t C) {
+  T m = x[0];
+  for (int64_t c = 1; c < C; ++c) m = std::max(m, x[c]);
+  return m;
+}
+
+template <class T>
+T log_sum_exp(const T* x, int64_t C) {
+  T m = row_max(x, C), s = 0;
+  for (int64_t c = 0; c < C; ++c) s += std::exp(x[c] - m);
+  return m + std::log(s);
+}
+
+template <class T>
+struct Softmax {
+  static void run(const KernelArgs& a) {
+    const int64_t C = a.out.cols;
+    for (int64_t r = 0; r < a.out.rows; ++r) {
+      const T* x = a.in[0].as<const T>() + r * C;
+      T* y = a.out.as<T>() + r * C;
+      T lse = log_sum_exp(x, C);
+      for (int64_t c = 0; c < C; ++c)
+        y[c] = a.node.op == OpKind::LogSoftmax ? x[c] - lse : std::exp(x[c] - lse);
+    }
+  }
+};
+
+template <class T>
+struct SoftmaxGrad {  // (y, dy) -> y * (dy - <dy, y>) ; log-softmax: dy - exp(y) * sum(dy)
+  static void run(const KernelArgs& a) {
+    const int64_t C = a.out.cols;
+    const bool log_form = a.node.op == OpKind::LogSoftmaxGrad;
+    for (int64_t r = 0; r < a.out.rows; ++r) {
+      const T* y = a.in[0].as<const T>() + r * C;
+      const T* dy = a.in[1].as<const T>() + r * C;
+      T* dx = a.out.as<T>() + r * C;
+      T s = 0;
+      for (int64_t c = 0; c < C; ++c) s += log_form ? dy[c] : dy[c] * y[c];
+      for (int64_t c = 0; c < C; ++c) dx[c] = log_form ? dy[c] - std::exp(y[c]) * s : y[c] * (dy[c] - s);
+    }
+  }
+};
+
+int32_t checked_label(const MatView& labels, int64_t r, int64_t classes) {
+  int32_t l = labels.as<const int32_t>()[r];
+  SYLVA_CHECK(l >= -1 && l < classes, "[softmax_cross_entropy] label ", l, " at row ", r, " out of range [0, ",
+              classes, ") (use -1 for no loss)");
+  return l;
+}
+
+int64_t labelled_rows(const MatView& labels, int64_t rows) {
+  int64_t n = 0;
+  for (int64_t r = 0; r < rows; ++r) n += labels.as<const int32_t>()[r] >= 0;
+  return n;
+}
+
+template <class T>
+struct Xent {
+  static void run(const KernelArgs& a) {
+    const MatView &logits = a.in[0], &labels = a.in[1];
+    const int64_t C = logits.cols;
+    double loss = 0;
+    for (int64_t r = 0; r < logits.rows; ++r) {
+      int32_t l = checked_label(labels, r, C);
+      if (l < 0) continue;
+      const T* x = logits.as<const T>() + r * C;
+      loss += static_cast<double>(log_sum_exp(x, C) - x[l]);
+    }
+    int64_t n = labelled_rows(labels, logits.rows);
+    if (a.node.attrs.reduction == ir::Reduction::mean) loss = n ? loss / static_cast<double>(n) : 0.0;
+    a.out.as<T>()[0] = static_cast<T>(loss);
+  }
+};
+
+template <class T>
+struct XentGrad {
+  static void run(const KernelArgs& a) {
+    const MatView &logits = a.in[0], &labels = a.in[1];
+    const int64_t C = logits.cols;
+    T g = a.in[2].as<const T>()[0];
+    if (a.node.attrs.reduction == ir::Reduction::mean) {
+      int64_t n = labelled_rows(labels, logits.rows);
+      g = n ? g / static_cast<T>(n) : T(0);
+    }
+    for (int64_t r = 0; r < logits.rows; ++r) {
+      int32_t l = checked_label(labels, r, C);
+      T* dx = a.out.as<T>() + r * C;
+      if (l < 0) {
+        std::fill(dx, dx + C, T(0));
+        continue;
+      }
+      const T* x = logits.as<const T>() + r * C;
+      T lse = log_sum_exp(x, C);
+      for (int64_t c = 0; c < C; ++c) dx[c] = g * std::exp(x[c] - lse);
+      dx[l] -= g;
+    }
+  }
+};
+
+}  // namespace
+
+void register_loss_kernels(KernelTable& t) {
+  slot(t, OpKind::Softmax) = typed<Softmax>;
+  slot(t, OpKind::LogSoftmax) = typed<Softmax>;
+  slot(t, OpKind::SoftmaxGrad) = typed<SoftmaxGrad>;
+  slot(t, OpKind::LogSoftmaxGrad) = typed<SoftmaxGrad>;
+  slot(t, OpKind::SoftmaxCrossEntropy) = typed<Xent>;
+  slot(t, OpKind::SoftmaxCrossEntropyGrad) = typed<XentGrad>;
+}
+
+}  // namespace sylva::cpu

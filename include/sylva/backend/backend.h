@@ -1,0 +1,81 @@
+// Backend: where kernels run. One interface, a registry keyed by device.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "sylva/core/device.h"
+#include "sylva/core/dtype.h"
+#include "sylva/ir/graph.h"
+
+namespace sylva {
+
+/// A contiguous row-major matrix in a backend's memory.
+struct MatView {
+  void* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  DType dtype = DType::f32;
+
+  int64_t numel() const { return rows * cols; }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+  MatView block(int64_t row_offset, int64_t n_rows) const {
+    return {static_cast<char*>(data) + row_offset * cols * static_cast<int64_t>(dtype_size(dtype)), n_rows, cols,
+            dtype};
+  }
+};
+
+/// Per-call state kernels may read.
+struct ExecContext {
+  bool training = false;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+  /// Global vertex id of each output row (random ops key on it so every
+  /// batching policy draws the same numbers); nullptr: the row index.
+  const int32_t* row_vertex = nullptr;
+};
+
+struct KernelArgs {
+  const ir::Node& node;
+  std::span<const MatView> in;
+  MatView out;
+  const ExecContext& ctx;
+};
+
+/// The operations a device must provide. The runtime calls run() for
+/// every math node and the row-movement primitives at F's boundary.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  virtual std::string name() const = 0;
+  /// Whether run() has a kernel for `op`.
+  virtual bool supports(ir::OpKind op) const = 0;
+  /// out = op(in). Throws sylva::Error on bad data (e.g. an id out of range).
+  virtual void run(const KernelArgs& args) = 0;
+
+  /// dst[dst_idx[k]] = src[src_idx[k]] for every k; src_idx[k] < 0 writes a
+  /// zero row. An empty index span means the identity (0, 1, 2, ...).
+  virtual void copy_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
+                         std::span<const int32_t> dst_idx) = 0;
+  /// dst[dst_idx[k]] += src[src_idx[k]]; negative indices are skipped.
+  virtual void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
+                        std::span<const int32_t> dst_idx) = 0;
+  virtual void fill_zero(MatView dst) = 0;
+  /// dst += src, element by element (same numel).
+  virtual void accumulate(MatView src, MatView dst) = 0;
+  /// Threads used by kernels (GEMMs); 0 keeps the current setting.
+  virtual void set_threads(int threads) = 0;
+};
+
+/// The backend for `device`. CPU always exists; CUDA is the no_cuda stub
+/// unless built with -DSYLVA_BUILD_CUDA=ON.
+Backend& backend_for(Device device);
+
+}  // namespace sylva

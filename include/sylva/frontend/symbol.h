@@ -1,0 +1,75 @@
+// Symbol and the op functions users compose vertex functions and programs from.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "sylva/ir/graph.h"
+
+namespace sylva {
+
+/// A value in a vertex function or a program under construction: a handle
+/// to one node of its graph. Ops on symbols of different graphs throw.
+class Symbol {
+ public:
+  Symbol() = default;
+  Symbol(ir::Graph* graph, ir::NodeId id) : graph_(graph), id_(id) {}
+  bool valid() const { return graph_ != nullptr; }
+  ir::Graph* graph() const { return graph_; }
+  ir::NodeId id() const { return id_; }
+  /// The value's type (dtype, rowed or fixed, shape).
+  const ir::ValueType& type() const;
+  /// Width of one row.
+  int64_t cols() const { return type().cols(); }
+
+ private:
+  ir::Graph* graph_ = nullptr;
+  ir::NodeId id_ = ir::kNoNode;
+};
+
+/// C = op(A)·op(B). Per-vertex (rowed) A times a parameter B is the usual
+/// case; Aᵀ·B with both rowed sums over rows and gives a fixed matrix.
+Symbol matmul(Symbol a, Symbol b, bool trans_a = false, bool trans_b = false);
+/// Elementwise; a rank-1 operand broadcasts over rows.
+Symbol operator+(Symbol a, Symbol b);
+Symbol operator-(Symbol a, Symbol b);
+Symbol operator*(Symbol a, Symbol b);
+Symbol operator*(double alpha, Symbol x);
+Symbol tanh(Symbol x);
+Symbol sigmoid(Symbol x);
+Symbol relu(Symbol x);
+Symbol exp(Symbol x);
+Symbol log(Symbol x);
+Symbol scale(Symbol x, double alpha);
+/// Joins columns.
+Symbol concat(const std::vector<Symbol>& xs);
+/// Columns [begin, end).
+Symbol slice(Symbol x, int64_t begin, int64_t end);
+/// n equal column blocks; throws if the width is not divisible by n.
+std::vector<Symbol> split(Symbol x, int64_t n);
+template <size_t N>
+std::array<Symbol, N> split(Symbol x) {
+  std::vector<Symbol> v = split(x, static_cast<int64_t>(N));
+  std::array<Symbol, N> a;
+  for (size_t i = 0; i < N; ++i) a[i] = v[i];
+  return a;
+}
+/// Sum (mean) of all elements: a fixed scalar.
+Symbol sum(Symbol x);
+Symbol mean(Symbol x);
+/// Column sums over all rows: a fixed vector.
+Symbol sum_rows(Symbol x);
+/// Row-wise softmax / log-softmax.
+Symbol softmax(Symbol x);
+Symbol log_softmax(Symbol x);
+/// Cross-entropy of softmax(logits) against int32 labels (one per row;
+/// label -1 = no loss at that row). Sum or mean over labelled rows.
+Symbol softmax_cross_entropy(Symbol logits, Symbol labels, ir::Reduction r = ir::Reduction::sum);
+/// Rows of `table` ([n, d]) at int32 `ids`; id -1 gives a zero row.
+Symbol lookup(Symbol table, Symbol ids);
+/// Inverted dropout with drop probability p in training, identity in
+/// evaluation. The mask depends on (seed, step, vertex, column), not on
+/// the batching policy, so every policy computes the same values.
+Symbol dropout(Symbol x, double p);
+
+}  // namespace sylva

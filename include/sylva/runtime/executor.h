@@ -1,0 +1,81 @@
+// Executor: runs a Program (forward and backward) over a minibatch.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/tensor.h"
+#include "sylva/frontend/program.h"
+#include "sylva/runtime/schedule.h"
+
+namespace sylva {
+
+enum class Mode : uint8_t { train, eval };
+
+struct ExecutorOptions {
+  BatchingPolicy policy = BatchingPolicy::Bfs;
+  Device device = Device::cpu();
+  /// Seed of random ops (dropout).
+  uint64_t seed = 0;
+  /// Threads for kernels (GEMMs); 0 leaves the backend's setting.
+  int threads = 0;
+};
+
+/// What an observer is told after each op runs (for profiling).
+struct OpEvent {
+  const ir::Node& node;
+  const ir::Graph& graph;
+  int64_t task = -1;  // task index inside an apply, -1 for static ops
+  int64_t rows = 0;
+  std::chrono::nanoseconds elapsed{0};
+};
+using Observer = std::function<void(const OpEvent&)>;
+
+/// Compiles a Program once (∂F and the program's gradient are derived on
+/// first use) and runs it over minibatches. Buffers and dynamic-tensor
+/// arenas are kept across minibatches and only grow.
+///
+/// @code
+/// Executor ex(program, params, {.policy = BatchingPolicy::Bfs});
+/// ex.forward(batch, Mode::train);
+/// double l = ex.scalar(loss);
+/// params.zero_grad();
+/// ex.backward(loss);           // adds d(loss)/d(param) into params' grads
+/// @endcode
+class Executor {
+ public:
+  Executor(const Program& program, ParameterSet& params, ExecutorOptions options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  /// Schedules the batch (BFS or serial) and evaluates every node.
+  void forward(const GraphBatch& batch, Mode mode);
+  /// Value of a program symbol after forward(): [rows, cols] for rowed
+  /// values (vertex order), the declared shape otherwise. A copy.
+  Tensor value(Symbol s) const;
+  double scalar(Symbol s) const;
+  /// Backpropagates from `loss` (a fixed scalar), scaling its gradient by
+  /// `seed`; adds parameter gradients into the ParameterSet.
+  void backward(Symbol loss, double seed = 1.0);
+
+  const Schedule& schedule() const;
+  const ExecutorOptions& options() const;
+  void set_policy(BatchingPolicy p);
+  /// Called after every op; nullptr to remove. Costs a clock read per op.
+  void set_observer(Observer obs);
+  /// ∂F of the vertex function applied by node `apply` of the program (for inspection).
+  const ir::Graph& vertex_gradient(Symbol apply) const;
+  /// Total bytes allocated so far for values and arenas (steady-state checks).
+  size_t allocations() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sylva

@@ -1,0 +1,27 @@
+// Internal: the CPU kernel table, filled by one file per op family.
+#pragma once
+
+#include <array>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/error.h"
+
+namespace sylva::cpu {
+
+using Kernel = void (*)(const KernelArgs&);
+using KernelTable = std::array<Kernel, static_cast<size_t>(ir::OpKind::Count_)>;
+
+void register_matmul_kernels(KernelTable& t);
+void register_elementwise_kernels(KernelTable& t);
+void register_structure_kernels(KernelTable& t);
+void register_loss_kernels(KernelTable& t);
+
+inline Kernel& slot(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
+
+/// Instantiates `Impl<T>::run(args)` for the dtype of the output.
+template <template <class> class Impl>
+void typed(const KernelArgs& a) {
+  dispatch_floating(a.out.dtype, [&](auto tag) { Impl<decltype(tag)>::run(a); });
+}
+
+}  // namespace sylva::cpu

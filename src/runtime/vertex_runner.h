@@ -1,0 +1,76 @@
+// Internal: runs one vertex function (F) and its gradient (∂F) over the
+// tasks of a schedule, with one dynamic tensor per per-vertex value.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/dynamic_tensor.h"
+#include "sylva/frontend/parameter_set.h"
+#include "sylva/runtime/executor.h"
+
+namespace sylva::detail {
+
+/// A fixed-size value: a grow-only buffer and its current view.
+struct Slot {
+  Buffer buf;
+  MatView view;
+  /// Points view at `rows x cols` of dtype, growing buf if needed.
+  MatView& shape(int64_t rows, int64_t cols, DType dtype);
+};
+
+MatView param_view(Parameter& p);
+MatView grad_view(Parameter& p);
+
+class VertexRunner {
+ public:
+  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params);
+
+  /// Per minibatch, before forward(): validates arity, builds the gather
+  /// index tables and sizes every arena for the schedule's rows.
+  void prepare(const GraphBatch& batch, const Schedule& schedule);
+  /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
+  /// not pull); pushed: [V, h] in vertex order.
+  void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
+  /// Runs ∂F over the tasks in reverse: d_pushed [V, h] in, d_pull [V, d]
+  /// out (vertex order); adds parameter gradients into the ParameterSet.
+  void backward(MatView d_pushed, MatView d_pull, const Observer* obs);
+
+  const ir::Graph& graph() const { return *f_; }
+  const ir::Graph& grad_graph();
+  size_t allocations() const;
+
+ private:
+  // Where a node's value lives.
+  enum class Home : uint8_t { arena, fixed, param, forward, scatter_grad, none };
+  struct Values {
+    const ir::Graph* graph = nullptr;
+    std::vector<Home> home;
+    std::vector<DynamicTensor> arena;
+    std::vector<Slot> fixed;
+  };
+
+  void init_values(Values& v, const ir::Graph& g);
+  MatView view(Values& v, ir::NodeId id, const Task& t);
+  void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
+                const Observer* obs);
+  void run_boundary(const ir::Node& n, const Task& t, MatView out);
+
+  std::shared_ptr<const ir::Graph> f_;
+  std::shared_ptr<const ir::Graph> df_;
+  Backend& backend_;
+  ParameterSet& params_;
+  Values fwd_, bwd_;
+  DynamicTensor scatter_grad_;
+  ir::NodeId scatter_src_ = ir::kNoNode;  // the node F scatters
+
+  const GraphBatch* batch_ = nullptr;
+  const Schedule* schedule_ = nullptr;
+  std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
+  std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
+  MatView pull_, pushed_, d_pushed_, d_pull_;
+  std::vector<MatView> scratch_in_;
+};
+
+}  // namespace sylva::detail

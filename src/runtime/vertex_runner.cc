@@ -36,7 +36,10 @@ VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend,
     : f_(std::move(f)), backend_(backend), params_(params) {
   const ir::Graph& g = *f_;
   auto scatters = g.find(OpKind::Scatter);
-  if (!scatters.empty()) scatter_src_ = g.node(scatters[0]).inputs[0];
+  if (!scatters.empty()) {
+    scatter_src_ = g.node(scatters[0]).inputs[0];
+    scatter_grad_ = DynamicTensor(g.node(scatter_src_).type.shape, g.dtype());
+  }
   SYLVA_CHECK(!scatters.empty() || (g.find(OpKind::Gather).empty() && g.find(OpKind::GatherReduce).empty()),
               "[vertex_function] '", g.name(), "' gathers children's messages but never scatters one");
   // F must be per-vertex: a fixed-size value computed from per-vertex values
@@ -127,14 +130,11 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule) {
       reduce_offsets_[r + 1] = static_cast<int32_t>(reduce_src_.size());
     }
   }
-  for (auto& a : fwd_.arena)
-    if (a.cols() > 0) a.reserve_rows(rows);
-  for (auto& a : bwd_.arena)
-    if (a.cols() > 0) a.reserve_rows(rows);
-  if (scatter_src_ != ir::kNoNode && df_) {
-    if (scatter_grad_.cols() == 0) scatter_grad_ = DynamicTensor(g.node(scatter_src_).type.shape, g.dtype());
-    scatter_grad_.reserve_rows(rows);
-  }
+  for (size_t i = 0; i < fwd_.arena.size(); ++i)
+    if (fwd_.home[i] == Home::arena) fwd_.arena[i].reserve_rows(rows);
+  for (size_t i = 0; i < bwd_.arena.size(); ++i)
+    if (bwd_.home[i] == Home::arena) bwd_.arena[i].reserve_rows(rows);
+  if (scatter_src_ != ir::kNoNode && df_) scatter_grad_.reserve_rows(rows);
 }
 
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
@@ -173,6 +173,7 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
     case OpKind::GatherReduce: {
       backend_.fill_zero(out);
       int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
+      if (e == b) return;  // an empty index span would mean "all rows"
       backend_.add_rows(whole_scatter, {reduce_src_.data() + b, static_cast<size_t>(e - b)},
                         rebase(out, t, schedule_->num_rows()), {reduce_dst_.data() + b, static_cast<size_t>(e - b)});
       return;
@@ -204,7 +205,8 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
       MatView all = {scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()};
       MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());
       int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
-      backend_.add_rows(g_abs, {reduce_dst_.data() + b, static_cast<size_t>(e - b)}, all,
+      if (e > b)
+        backend_.add_rows(g_abs, {reduce_dst_.data() + b, static_cast<size_t>(e - b)}, all,
                         {reduce_src_.data() + b, static_cast<size_t>(e - b)});
       break;
     }
@@ -243,12 +245,11 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
 void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
   const ir::Graph& dg = grad_graph();
   if (scatter_src_ != ir::kNoNode) {
-    if (scatter_grad_.cols() == 0) scatter_grad_ = DynamicTensor(f_->node(scatter_src_).type.shape, f_->dtype());
     scatter_grad_.reserve_rows(schedule_->num_rows());
     backend_.fill_zero({scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()});
   }
-  for (auto& a : bwd_.arena)
-    if (a.cols() > 0) a.reserve_rows(schedule_->num_rows());
+  for (size_t i = 0; i < bwd_.arena.size(); ++i)
+    if (bwd_.home[i] == Home::arena) bwd_.arena[i].reserve_rows(schedule_->num_rows());
   d_pushed_ = d_pushed;
   d_pull_ = d_pull;
   ExecContext ctx;

@@ -45,7 +45,7 @@ class CpuBackend final : public Backend {
   }
 
   void copy_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
-    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype);
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "copy_rows: ", src.cols, " vs ", dst.cols, " cols");
     const size_t bytes = static_cast<size_t>(src.cols) * dtype_size(src.dtype);
     const int64_t n = !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
     const char* s = static_cast<const char*>(src.data);
@@ -59,7 +59,7 @@ class CpuBackend final : public Backend {
   }
 
   void add_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
-    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype);
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "add_rows: ", src.cols, " vs ", dst.cols, " cols");
     dispatch_floating(src.dtype, [&](auto tag) { add_rows_typed<decltype(tag)>(src, si, dst, di); });
   }
 

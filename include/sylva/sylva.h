@@ -1,0 +1,48 @@
+// Sylva: the umbrella header. Includes every public header (CPU-only
+// types; the CUDA backend is chosen at link time and adds no types here).
+//
+// @code
+// #include <sylva/sylva.h>
+// @endcode
+#pragma once
+
+// core
+#include "sylva/core/buffer.h"
+#include "sylva/core/device.h"
+#include "sylva/core/dtype.h"
+#include "sylva/core/dynamic_tensor.h"
+#include "sylva/core/error.h"
+#include "sylva/core/log.h"
+#include "sylva/core/shape.h"
+#include "sylva/core/tensor.h"
+
+// ir
+#include "sylva/ir/graph.h"
+#include "sylva/ir/op.h"
+
+// frontend
+#include "sylva/frontend/parameter_set.h"
+#include "sylva/frontend/program.h"
+#include "sylva/frontend/symbol.h"
+#include "sylva/frontend/vertex_function.h"
+
+// passes
+#include "sylva/passes/autodiff.h"
+
+// backend
+#include "sylva/backend/backend.h"
+
+// runtime
+#include "sylva/runtime/executor.h"
+#include "sylva/runtime/graph_batch.h"
+#include "sylva/runtime/input_graph.h"
+#include "sylva/runtime/readers.h"
+#include "sylva/runtime/schedule.h"
+#include "sylva/runtime/vocabulary.h"
+
+// train
+#include "sylva/train/checkpoint.h"
+#include "sylva/train/metrics.h"
+#include "sylva/train/optimizer.h"
+#include "sylva/train/trainer.h"
+#include "sylva/train/word_vectors.h"

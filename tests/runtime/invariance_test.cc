@@ -1,0 +1,210 @@
+// Bfs and Serial batching must compute the same loss and gradients
+// (float64, 1e-10 relative) on random trees and DAGs, and Bfs must
+// actually batch. Also a finite-difference check of a whole program.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "support/test_util.h"
+#include "sylva/frontend/program.h"
+#include "sylva/runtime/executor.h"
+
+namespace sylva {
+namespace {
+
+constexpr int kVocab = 17, kClasses = 3, kD = 5, kH = 4;
+
+struct Model {
+  ParameterSet ps{DType::f64, 11};
+  Program p{DType::f64};
+  Symbol loss, hs;
+
+  // slots > 0: an LSTM-like cell reading `slots` children by slot; slots == 0:
+  // the same cell over gather_reduce (any arity, for DAGs).
+  Model(int slots, double dropout_p) {
+    ps.add("E", {kVocab, kD}, Init::uniform(-1, 1));
+    ps.add("W", {kD, 4 * kH}, Init::uniform(-0.5, 0.5));
+    ps.add("U", {std::max(slots, 1) * kH, 4 * kH}, Init::uniform(-0.5, 0.5));
+    ps.add("b", {4 * kH}, Init::uniform(-0.5, 0.5));
+    ps.add("Wo", {kH, kClasses}, Init::uniform(-1, 1));
+    VertexFunction f("cell", 2 * kH, DType::f64);
+    Symbol x = f.pull(kD);
+    std::vector<Symbol> hs_in, cs_in;
+    if (slots > 0) {
+      for (int s = 0; s < slots; ++s) {
+        auto [h, c] = split<2>(f.gather(s));
+        hs_in.push_back(h);
+        cs_in.push_back(c);
+      }
+    } else {
+      auto [h, c] = split<2>(f.gather_reduce());
+      hs_in.push_back(h);
+      cs_in.push_back(c);
+    }
+    Symbol g = matmul(x, f.param(ps["W"])) + matmul(concat(hs_in), f.param(ps["U"])) + f.param(ps["b"]);
+    auto [i, fg, o, u] = split<4>(g);
+    Symbol csum = cs_in[0];
+    for (size_t k = 1; k < cs_in.size(); ++k) csum = csum + cs_in[k];
+    Symbol c = sigmoid(i) * tanh(u) + sigmoid(fg) * csum;
+    Symbol h = dropout(sigmoid(o) * tanh(c), dropout_p);
+    f.scatter(concat({h, c}));
+    f.push(h);
+    Symbol words = p.input_ids("x");
+    hs = p.apply(f, lookup(p.param(ps["E"]), words));
+    Symbol logits = matmul(hs, p.param(ps["Wo"]));
+    loss = softmax_cross_entropy(logits, p.input_ids("labels")) + scale(sum(hs * hs), 0.1);
+  }
+};
+
+struct Run {
+  double loss;
+  std::vector<Tensor> grads;
+  size_t tasks;
+};
+
+Run run(Model& m, const GraphBatch& b, BatchingPolicy policy) {
+  Executor ex(m.p, m.ps, {.policy = policy, .seed = 5});
+  ex.forward(b, Mode::train);
+  Run r{ex.scalar(m.loss), {}, ex.schedule().tasks.size()};
+  m.ps.zero_grad();
+  ex.backward(m.loss);
+  for (Parameter* prm : m.ps.all()) r.grads.push_back(prm->grad.clone());
+  return r;
+}
+
+void expect_same(Model& m, const GraphBatch& b, const std::string& what) {
+  Run serial = run(m, b, BatchingPolicy::Serial);
+  Run bfs = run(m, b, BatchingPolicy::Bfs);
+  EXPECT_LE(std::abs(serial.loss - bfs.loss), 1e-10 * std::max(1.0, std::abs(serial.loss))) << what;
+  auto params = m.ps.all();
+  for (size_t k = 0; k < params.size(); ++k)
+    EXPECT_LE(test::relative_error(serial.grads[k], bfs.grads[k]), 1e-10) << what << " param " << params[k]->name;
+  EXPECT_EQ(serial.tasks, static_cast<size_t>(b.num_vertices())) << what;
+  EXPECT_LE(bfs.tasks, serial.tasks) << what;
+}
+
+TEST(Invariance, RandomTreesBfsEqualsSerial) {
+  std::mt19937_64 rng(1234);
+  Model m(3, 0.25);
+  int batched = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<InputGraph> graphs;
+    int n = 1 + static_cast<int>(rng() % 8);
+    for (int s = 0; s < n; ++s) {
+      graphs.push_back(test::random_tree(rng, 1 + static_cast<int>(rng() % 30), 3, true,
+                                         "tree " + std::to_string(trial) + "." + std::to_string(s)));
+      test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+    }
+    GraphBatch b = GraphBatch::of(graphs);
+    expect_same(m, b, "trial " + std::to_string(trial));
+    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
+    ex.forward(b, Mode::eval);
+    batched += ex.schedule().tasks.size() < static_cast<size_t>(b.num_vertices());
+  }
+  EXPECT_GT(batched, 50);  // BFS really grouped vertices in almost every batch
+}
+
+TEST(Invariance, RandomDagsBfsEqualsSerial) {
+  std::mt19937_64 rng(99);
+  Model m(0, 0.25);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<InputGraph> graphs;
+    int n = 1 + static_cast<int>(rng() % 6);
+    for (int s = 0; s < n; ++s) {
+      graphs.push_back(test::random_dag(rng, 1 + static_cast<int>(rng() % 25), 4,
+                                        "dag " + std::to_string(trial) + "." + std::to_string(s)));
+      test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+    }
+    expect_same(m, GraphBatch::of(graphs), "dag trial " + std::to_string(trial));
+  }
+}
+
+TEST(Invariance, BfsTasksFollowLevels) {
+  // Two chains of length 3 and 1: BFS gives tasks of sizes 2, 1, 1.
+  std::vector<InputGraph> g{InputGraph::chain(3, "a"), InputGraph::chain(1, "b")};
+  GraphBatch b = GraphBatch::of(g);
+  Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  ASSERT_EQ(s.tasks.size(), 3u);
+  EXPECT_EQ(s.tasks[0].bs, 2);
+  EXPECT_EQ(s.tasks[1].bs, 1);
+  EXPECT_EQ(s.tasks[2].bs, 1);
+  for (int32_t v = 0; v < b.num_vertices(); ++v) EXPECT_EQ(s.vertex_of_row[s.row_of_vertex[v]], v);
+}
+
+TEST(Invariance, WholeProgramGradientMatchesFiniteDifferences) {
+  std::mt19937_64 rng(7);
+  Model m(2, 0.0);
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 3; ++s) {
+    graphs.push_back(test::random_tree(rng, 9, 2, true, "fd" + std::to_string(s)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  GraphBatch b = GraphBatch::of(graphs);
+  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
+  ex.forward(b, Mode::train);
+  m.ps.zero_grad();
+  ex.backward(m.loss);
+  for (Parameter* prm : m.ps.all()) {
+    Tensor& w = prm->value;
+    double max_err = 0, scale = 1e-8;
+    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(prm->grad.at(i)));
+    for (int64_t i = 0; i < w.numel(); i += 1 + w.numel() / 25) {
+      const double h = 1e-5, orig = w.at(i);
+      w.set(i, orig + h);
+      ex.forward(b, Mode::train);
+      double up = ex.scalar(m.loss);
+      w.set(i, orig - h);
+      ex.forward(b, Mode::train);
+      double down = ex.scalar(m.loss);
+      w.set(i, orig);
+      double fd = (up - down) / (2 * h), an = prm->grad.at(i);
+      max_err = std::max(max_err, std::abs(fd - an) / scale);
+    }
+    EXPECT_LE(max_err, 1e-6) << prm->name << " (error relative to the largest gradient entry)";
+  }
+}
+
+TEST(Invariance, TooManyChildrenIsAnError) {
+  Model m(2, 0.0);
+  std::vector<InputGraph> g{InputGraph::from_children({{}, {}, {}, {0, 1, 2}}, "wide.txt:3")};
+  std::mt19937_64 rng(1);
+  test::attach_random_ids(rng, g[0], kVocab, kClasses);
+  Executor ex(m.p, m.ps);
+  try {
+    ex.forward(GraphBatch::of(g), Mode::eval);
+    FAIL() << "expected sylva::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("wide.txt:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reads at most 2"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Invariance, MissingIdsAreAnError) {
+  Model m(2, 0.0);
+  std::vector<InputGraph> g{InputGraph::chain(3, "plain")};
+  Executor ex(m.p, m.ps);
+  EXPECT_THROW(ex.forward(GraphBatch::of(g), Mode::eval), Error);
+}
+
+TEST(Invariance, ArenasDoNotGrowInSteadyState) {
+  std::mt19937_64 rng(3);
+  Model m(3, 0.1);
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 4; ++s) {
+    graphs.push_back(test::random_tree(rng, 20, 3, false, "s"));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  GraphBatch b = GraphBatch::of(graphs);
+  Executor ex(m.p, m.ps);
+  ex.forward(b, Mode::train);
+  ex.backward(m.loss);
+  size_t after_first = ex.allocations();
+  for (int i = 0; i < 3; ++i) {
+    ex.forward(b, Mode::train);
+    ex.backward(m.loss);
+  }
+  EXPECT_EQ(ex.allocations(), after_first);
+}
+
+}  // namespace
+}  // namespace sylva

@@ -1,0 +1,32 @@
+// Shared test helpers: seeded random graphs and error measures.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sylva/core/tensor.h"
+#include "sylva/runtime/input_graph.h"
+
+namespace sylva::test {
+
+/// Random tree: every internal vertex has between 1 and max_arity child
+/// slots; some slots may be absent (-1) when allow_holes. Post-order ids.
+InputGraph random_tree(std::mt19937_64& rng, int32_t max_vertices, int32_t max_arity, bool allow_holes,
+                       const std::string& source);
+/// Random DAG: vertex v has 0..max_fanin children drawn from vertices < v
+/// (a vertex may be the child of several parents).
+InputGraph random_dag(std::mt19937_64& rng, int32_t n, int32_t max_fanin, const std::string& source);
+/// Attaches "x" (ids into a table of `vocab` rows, -1 sometimes) and
+/// "labels" (in [0, classes), -1 sometimes) to every vertex.
+void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes);
+
+/// max |a - b| / max(max |a|, max |b|, tiny): relative error of whole tensors.
+double relative_error(const Tensor& a, const Tensor& b);
+
+/// Directory of the shared data (SYLVA_DATA, else ../shared/data next to
+/// the source tree); empty if it does not exist.
+std::string data_dir();
+
+}  // namespace sylva::test

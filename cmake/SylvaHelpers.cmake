@@ -3,6 +3,11 @@ add_library(sylva_options INTERFACE)
 target_compile_options(sylva_options INTERFACE
   $<BUILD_INTERFACE:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-psabi>
   $<$<BOOL:${SYLVA_WERROR}>:$<BUILD_INTERFACE:-Werror>>)
+# GCC 12 reports -Wrestrict inside libstdc++'s std::string operator+ at -O2/-O3
+# (GCC bug 105329, a false positive fixed in GCC 13); -Werror builds would fail.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+  target_compile_options(sylva_options INTERFACE $<BUILD_INTERFACE:-Wno-restrict>)
+endif()
 if(SYLVA_NATIVE_ARCH)
   target_compile_options(sylva_options INTERFACE $<BUILD_INTERFACE:-march=native>)
 endif()
@@ -11,6 +16,10 @@ if(SYLVA_SANITIZE)
   target_compile_options(sylva_options INTERFACE -fsanitize=${_san} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   target_link_options(sylva_options INTERFACE -fsanitize=${_san})
 endif()
+# Exported as Sylva::options. Modules link it PRIVATE, so consumers only see
+# its link options (the sanitizer runtimes in SYLVA_SANITIZE builds); the
+# warning and -march flags are BUILD_INTERFACE and never leave this build.
+set_target_properties(sylva_options PROPERTIES EXPORT_NAME options)
 install(TARGETS sylva_options EXPORT SylvaTargets)
 
 set(SYLVA_MODULES "" CACHE INTERNAL "")
@@ -21,7 +30,7 @@ function(sylva_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS;EXTERNAL" ${ARGN})
   add_library(sylva_${name} STATIC ${M_SOURCES})
   target_include_directories(sylva_${name} PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(sylva_${name} PRIVATE sylva_options ${M_EXTERNAL})
   foreach(dep IN LISTS M_DEPS)
     target_link_libraries(sylva_${name} PRIVATE sylva_${dep})

@@ -25,7 +25,7 @@ int main() {
   Symbol hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("words")));
   Symbol loss = softmax_cross_entropy(matmul(hs, p.param(ps["Ws"])), p.input_ids("labels"), ir::Reduction::mean);
 
-  // Two trees: ((0 1) 2) with a label at every vertex, and (0 1).
+  // Two trees: 4(2(0, 1), 3) labelled at every vertex, and 2(0, 1) labelled at the root.
   InputGraph t0 = InputGraph::from_children({{}, {}, {0, 1}, {}, {2, 3}}, "tree 0");
   t0.set_ids("words", {1, 2, -1, 3, -1});
   t0.set_ids("labels", {0, 1, 2, 0, 1});

@@ -1,1 +1,73 @@
-// placeholder: being written
+#include "sylva/train/trainer.h"
+
+#include <cmath>
+
+#include "sylva/core/error.h"
+
+namespace sylva {
+namespace {
+
+void check_options(const TrainerOptions& o) {
+  SYLVA_CHECK(std::isfinite(o.clip_norm) && o.clip_norm >= 0.0, "[trainer] clip_norm must be finite and >= 0 (0 = off), got ",
+              o.clip_norm);
+  SYLVA_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0,
+              "[trainer] weight_decay must be finite and >= 0 (0 = off), got ", o.weight_decay);
+}
+
+void check_loss(const Program& program, Symbol loss) {
+  SYLVA_CHECK(loss.valid() && loss.graph() == &program.graph(),
+              "[trainer] the loss symbol is not a symbol of the trainer's program");
+  const ir::ValueType& t = loss.type();
+  SYLVA_CHECK(!t.rowed && t.shape.numel() == 1, "[trainer] the loss must be a fixed scalar, got ", t.str(),
+              "; reduce it with sum(), mean() or softmax_cross_entropy()");
+}
+
+// Validates before the Executor compiles anything.
+const Program& checked(const Program& program, Symbol loss, const TrainerOptions& o) {
+  check_loss(program, loss);
+  check_options(o);
+  return program;
+}
+
+ExecutorOptions executor_options(const TrainerOptions& o) {
+  return {.policy = o.policy, .device = o.device, .seed = o.seed, .threads = o.threads};
+}
+
+}  // namespace
+
+Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std::unique_ptr<Optimizer> optimizer,
+                 TrainerOptions options)
+    : program_(checked(program, loss, options)),
+      params_(params),
+      loss_(loss),
+      optimizer_(std::move(optimizer)),
+      options_(options),
+      executor_(program_, params, executor_options(options)) {
+  SYLVA_CHECK(optimizer_ != nullptr, "[trainer] no optimiser given (null unique_ptr)");
+}
+
+StepResult Trainer::step(const GraphBatch& batch) {
+  SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
+  params_.zero_grad();
+  executor_.forward(batch, Mode::train);
+  StepResult r;
+  r.loss = executor_.scalar(loss_);
+  r.samples = batch.num_samples();
+  r.vertices = batch.num_vertices();
+  SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_,
+              "; no parameter was updated. Lower the learning rate or enable clip_norm");
+  const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
+  executor_.backward(loss_, seed);
+  add_weight_decay(params_, options_.weight_decay);
+  r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm) : global_grad_norm(params_);
+  optimizer_->step(params_);
+  ++steps_;
+  return r;
+}
+
+double Trainer::evaluate(const GraphBatch& batch) {
+  executor_.forward(batch, Mode::eval);
+  return executor_.scalar(loss_);
+}
+
+}  // namespace sylva

@@ -1,0 +1,136 @@
+#include "treebank.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+
+namespace sylva::examples {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<InputGraph> to_graphs(std::vector<BracketedTree> trees, Vocabulary& vocab, bool grow) {
+  std::vector<InputGraph> out;
+  out.reserve(trees.size());
+  for (BracketedTree& t : trees) {
+    std::vector<int32_t> words(t.tokens.size(), -1);
+    for (size_t v = 0; v < t.tokens.size(); ++v)
+      if (!t.tokens[v].empty()) words[v] = grow ? vocab.add(t.tokens[v]) : vocab.id(t.tokens[v]);
+    t.graph.set_ids("words", std::move(words));
+    out.push_back(std::move(t.graph));
+  }
+  return out;
+}
+
+}  // namespace
+
+Treebank load_sst(const std::string& dir) {
+  Treebank tb;
+  tb.source = dir;
+  tb.vocab.set_unknown("<unk>");
+  tb.train = to_graphs(read_bracketed_trees((fs::path(dir) / "train.txt").string()), tb.vocab, true);
+  tb.dev = to_graphs(read_bracketed_trees((fs::path(dir) / "dev.txt").string()), tb.vocab, false);
+  tb.test = to_graphs(read_bracketed_trees((fs::path(dir) / "test.txt").string()), tb.vocab, false);
+  return tb;
+}
+
+std::string find_sst(const std::string& flag, std::vector<std::string>& looked) {
+  auto ok = [&](const fs::path& p) {
+    looked.push_back(p.string());
+    return fs::exists(p / "train.txt") && fs::exists(p / "dev.txt") && fs::exists(p / "test.txt");
+  };
+  if (!flag.empty()) return ok(flag) ? flag : "";
+  if (const char* env = std::getenv("SYLVA_DATA"))
+    if (ok(fs::path(env) / "sst")) return (fs::path(env) / "sst").string();
+  std::error_code ec;
+  for (fs::path dir = fs::current_path(ec); !dir.empty(); dir = dir.parent_path()) {
+    if (ok(dir / "shared" / "data" / "sst")) return (dir / "shared" / "data" / "sst").string();
+    if (ok(dir / ".." / "shared" / "data" / "sst")) return fs::weakly_canonical(dir / ".." / "shared" / "data" / "sst").string();
+    if (dir == dir.parent_path()) break;
+  }
+  return "";
+}
+
+namespace {
+
+struct Lexicon {
+  std::vector<std::string> positive{"good", "great", "fine", "lovely", "fun", "smart", "warm", "moving"};
+  std::vector<std::string> negative{"bad", "awful", "dull", "boring", "weak", "silly", "cold", "messy"};
+  std::vector<std::string> neutral{"the", "a", "movie", "film", "story", "plot", "cast", "and", "it", "is",
+                                   "this", "with", "of", "script", "ending", "scenes"};
+  std::vector<std::string> negators{"not", "never"};
+  std::vector<std::string> intensifiers{"very", "really"};
+};
+
+struct Builder {
+  std::mt19937_64& rng;
+  const Lexicon& lex;
+  Vocabulary& vocab;
+  std::vector<std::vector<int32_t>> children;
+  std::vector<int32_t> words, labels;
+  std::vector<int> values;
+
+  static int32_t label_of(int v) { return static_cast<int32_t>(std::clamp(v, -2, 2) + 2); }
+
+  // Returns (vertex, value, kind) where kind: 0 plain, 1 negator, 2 intensifier.
+  std::tuple<int32_t, int, int> leaf() {
+    std::uniform_real_distribution<double> u(0, 1);
+    double r = u(rng);
+    const std::vector<std::string>* list;
+    int value = 0, kind = 0;
+    if (r < 0.45) list = &lex.neutral;
+    else if (r < 0.62) list = &lex.positive, value = 1;
+    else if (r < 0.79) list = &lex.negative, value = -1;
+    else if (r < 0.90) list = &lex.negators, kind = 1;
+    else list = &lex.intensifiers, kind = 2;
+    const std::string& w = (*list)[rng() % list->size()];
+    children.emplace_back();
+    words.push_back(vocab.add(w));
+    labels.push_back(label_of(value));
+    return {static_cast<int32_t>(children.size() - 1), value, kind};
+  }
+
+  std::tuple<int32_t, int, int> tree(int n) {
+    if (n == 1) return leaf();
+    int left = 1 + static_cast<int>(rng() % static_cast<uint64_t>(n - 1));
+    auto [l, lv, lk] = tree(left);
+    auto [r, rv, rk] = tree(n - left);
+    int value = lk == 1 ? -rv : lk == 2 ? 2 * rv : lv + rv;
+    (void)rk;
+    children.push_back({l, r});
+    words.push_back(-1);
+    labels.push_back(label_of(value));
+    return {static_cast<int32_t>(children.size() - 1), value, 0};
+  }
+};
+
+std::vector<InputGraph> make_split(std::mt19937_64& rng, const Lexicon& lex, Vocabulary& vocab, int count,
+                                   const std::string& name) {
+  std::vector<InputGraph> out;
+  for (int s = 0; s < count; ++s) {
+    Builder b{rng, lex, vocab, {}, {}, {}, {}};
+    b.tree(3 + static_cast<int>(rng() % 18));
+    InputGraph g = InputGraph::from_children(b.children, name + ":" + std::to_string(s + 1));
+    g.set_ids("words", std::move(b.words));
+    g.set_ids("labels", std::move(b.labels));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace
+
+Treebank synthetic_treebank(uint64_t seed, int train, int dev, int test) {
+  Treebank tb;
+  tb.source = "synthetic (seed " + std::to_string(seed) + ")";
+  tb.vocab.set_unknown("<unk>");
+  std::mt19937_64 rng(seed);
+  Lexicon lex;
+  tb.train = make_split(rng, lex, tb.vocab, train, "synthetic-train");
+  tb.dev = make_split(rng, lex, tb.vocab, dev, "synthetic-dev");
+  tb.test = make_split(rng, lex, tb.vocab, test, "synthetic-test");
+  return tb;
+}
+
+}  // namespace sylva::examples

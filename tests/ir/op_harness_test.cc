@@ -1,0 +1,633 @@
+// Op harness (after ggml's test-backend-ops): every user-visible op against a
+// naive double-precision reference in float64 and float32, and its gradient
+// against central finite differences in float64. Inputs are parameters, so
+// gradients land in the ParameterSet; rowed inputs are lookups of a [rows, d]
+// parameter by per-vertex ids 0..rows-1. The loss is sum(y * W), W random.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/error.h"
+#include "sylva/frontend/program.h"
+#include "sylva/passes/autodiff.h"
+#include "sylva/runtime/executor.h"
+#include "sylva/runtime/graph_batch.h"
+#include "sylva/runtime/input_graph.h"
+
+namespace sylva {
+namespace {
+
+using ir::OpKind;
+
+// ---- naive reference: dense row-major matrices of doubles -------------------------
+struct Mat {
+  int64_t r = 0, c = 0;
+  std::vector<double> v;
+  Mat() = default;
+  Mat(int64_t rows, int64_t cols) : r(rows), c(cols), v(static_cast<size_t>(rows * cols), 0.0) {}
+  double& operator()(int64_t i, int64_t j) { return v[static_cast<size_t>(i * c + j)]; }
+  double operator()(int64_t i, int64_t j) const { return v[static_cast<size_t>(i * c + j)]; }
+};
+using Mats = std::vector<Mat>;
+using Syms = std::vector<Symbol>;
+
+Mat to_mat(const Tensor& t) {
+  Mat m(t.shape().rows(), t.shape().cols());
+  for (int64_t i = 0; i < t.numel(); ++i) m.v[static_cast<size_t>(i)] = t.at(i);
+  return m;
+}
+
+Mat mm(const Mat& a, const Mat& b, bool ta, bool tb) {
+  const int64_t m = ta ? a.c : a.r, k = ta ? a.r : a.c, n = tb ? b.r : b.c;
+  Mat out(m, n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t l = 0; l < k; ++l) out(i, j) += (ta ? a(l, i) : a(i, l)) * (tb ? b(j, l) : b(l, j));
+  return out;
+}
+
+template <class F>
+Mat map(const Mat& a, F f) {
+  Mat o = a;
+  for (double& x : o.v) x = f(x);
+  return o;
+}
+
+// Elementwise with a one-row operand broadcast over the other's rows.
+template <class F>
+Mat zip(const Mat& a, const Mat& b, F f) {
+  Mat o(std::max(a.r, b.r), a.c);
+  for (int64_t i = 0; i < o.r; ++i)
+    for (int64_t j = 0; j < o.c; ++j) o(i, j) = f(a(a.r == 1 ? 0 : i, j), b(b.r == 1 ? 0 : i, j));
+  return o;
+}
+
+Mat cols_of(const Mat& a, int64_t begin, int64_t end) {
+  Mat o(a.r, end - begin);
+  for (int64_t i = 0; i < a.r; ++i)
+    for (int64_t j = begin; j < end; ++j) o(i, j - begin) = a(i, j);
+  return o;
+}
+
+Mat hcat(const Mats& xs) {
+  int64_t w = 0;
+  for (const Mat& x : xs) w += x.c;
+  Mat o(xs[0].r, w);
+  int64_t at = 0;
+  for (const Mat& x : xs) {
+    for (int64_t i = 0; i < x.r; ++i)
+      for (int64_t j = 0; j < x.c; ++j) o(i, at + j) = x(i, j);
+    at += x.c;
+  }
+  return o;
+}
+
+Mat scalar(double s) {
+  Mat o(1, 1);
+  o.v[0] = s;
+  return o;
+}
+
+double total(const Mat& a) { return std::accumulate(a.v.begin(), a.v.end(), 0.0); }
+
+Mat col_sums(const Mat& a) {
+  Mat o(1, a.c);
+  for (int64_t i = 0; i < a.r; ++i)
+    for (int64_t j = 0; j < a.c; ++j) o(0, j) += a(i, j);
+  return o;
+}
+
+double row_lse(const Mat& x, int64_t i) {
+  double m = x(i, 0), s = 0;
+  for (int64_t j = 1; j < x.c; ++j) m = std::max(m, x(i, j));
+  for (int64_t j = 0; j < x.c; ++j) s += std::exp(x(i, j) - m);
+  return m + std::log(s);
+}
+
+Mat softmax_ref(const Mat& x, bool log_form) {
+  Mat o(x.r, x.c);
+  for (int64_t i = 0; i < x.r; ++i)
+    for (int64_t j = 0; j < x.c; ++j) o(i, j) = log_form ? x(i, j) - row_lse(x, i) : std::exp(x(i, j) - row_lse(x, i));
+  return o;
+}
+
+// ---- cases -------------------------------------------------------------------------
+struct Input {
+  std::string name;
+  bool rowed = false;
+  Shape shape;  // rowed: {cols}; fixed: the full shape
+  double lo = -1.0, hi = 1.0;
+  bool mixed_sign = false;  // magnitudes in [lo, hi], about half negated (keeps relu away from 0)
+};
+Input rowed(std::string n, int64_t cols, double lo = -1, double hi = 1, bool mixed = false) {
+  return {std::move(n), true, Shape{cols}, lo, hi, mixed};
+}
+Input fixed(std::string n, Shape s, double lo = -1, double hi = 1, bool mixed = false) {
+  return {std::move(n), false, std::move(s), lo, hi, mixed};
+}
+
+struct OpCase {
+  std::string name;
+  OpKind op = OpKind::Count_;  // the op under test (the coverage test checks the program uses it)
+  std::vector<Input> inputs;
+  std::function<Symbol(Program&, const Syms&)> build;
+  std::function<Mat(const Mats&)> ref;  // null: no naive forward (dropout in training)
+  int32_t rows = 5;                     // vertices in the batch = rows of rowed values
+  std::map<std::string, std::vector<int32_t>> ids;  // extra per-vertex ids, in vertex order
+  Mode mode = Mode::train;
+  bool fresh_executor = false;  // one Executor per forward, so a random op sees the same step
+};
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
+
+constexpr const char* kRowIds = "row";
+constexpr const char* kWeight = "loss_weight";
+
+// Program, parameters and batch for one case. `values_from` (a float64 rig's
+// parameters) makes a float32 rig see the same, rounded, inputs.
+struct Rig {
+  const OpCase& c;
+  ParameterSet ps;
+  Program p;
+  std::vector<InputGraph> graphs;
+  GraphBatch batch;
+  Syms xs;
+  Symbol y, loss;
+
+  Rig(const OpCase& oc, DType dt, const ParameterSet* values_from = nullptr, uint64_t seed = 1234)
+      : c(oc), ps(dt, seed), p(dt) {
+    int32_t offset = 0;
+    for (int32_t n : {c.rows / 2, c.rows - c.rows / 2}) {  // two samples without edges
+      if (n == 0) continue;
+      InputGraph g = InputGraph::from_children(std::vector<std::vector<int32_t>>(static_cast<size_t>(n)), "harness");
+      std::vector<int32_t> row(static_cast<size_t>(n));
+      std::iota(row.begin(), row.end(), offset);
+      g.set_ids(kRowIds, row);
+      for (const auto& [name, ids] : c.ids) g.set_ids(name, {ids.begin() + offset, ids.begin() + offset + n});
+      graphs.push_back(std::move(g));
+      offset += n;
+    }
+    batch = GraphBatch::of(graphs);
+    for (const Input& in : c.inputs) {
+      Parameter& prm = add(in.name, in.rowed ? Shape{c.rows, in.shape.cols()} : in.shape, in.lo, in.hi, values_from);
+      if (in.mixed_sign && !values_from)
+        for (int64_t i = 0; i < prm.value.numel(); ++i)
+          if (((static_cast<uint64_t>(i) * 2654435761u) >> 5) & 1) prm.value.set(i, -prm.value.at(i));
+      Symbol x = p.param(prm);
+      xs.push_back(in.rowed ? lookup(x, p.input_ids(kRowIds)) : x);
+    }
+    y = c.build(p, xs);
+    const ir::ValueType& t = y.type();
+    Symbol w = p.param(add(kWeight, t.rowed ? Shape{c.rows, t.cols()} : t.shape, -1, 1, values_from));
+    loss = sum(y * (t.rowed ? lookup(w, p.input_ids(kRowIds)) : w));
+  }
+
+  Parameter& add(const std::string& name, Shape s, double lo, double hi, const ParameterSet* from) {
+    Parameter& prm = ps.add(name, std::move(s), Init::uniform(lo, hi));
+    if (from)
+      for (int64_t i = 0; i < prm.value.numel(); ++i) prm.value.set(i, (*from)[name].value.at(i));
+    return prm;
+  }
+  std::unique_ptr<Executor> executor(ExecutorOptions o = {}) { return std::make_unique<Executor>(p, ps, o); }
+  Mats input_mats() const {
+    Mats m;
+    for (const Input& in : c.inputs) m.push_back(to_mat(ps[in.name].value));
+    return m;
+  }
+};
+
+// Largest |got - want| / max(1, |want|); on failure names the element.
+void expect_close(const Mat& got, const Mat& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.r, want.r) << what << ": rows";
+  ASSERT_EQ(got.c, want.c) << what << ": cols";
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < got.v.size(); ++i) {
+    double err = std::abs(got.v[i] - want.v[i]) / std::max(1.0, std::abs(want.v[i]));
+    if (!(err <= worst)) worst = err, at = i;  // also catches NaN
+  }
+  EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got.v[at] << ", reference " << want.v[at];
+}
+
+void check_forward(const OpCase& c, DType dt, double tol) {
+  Rig r64(c, DType::f64);
+  std::unique_ptr<Rig> r32;
+  if (dt == DType::f32) r32 = std::make_unique<Rig>(c, DType::f32, &r64.ps);
+  Rig& r = r32 ? *r32 : r64;
+  auto ex = r.executor();
+  ex->forward(r.batch, c.mode);
+  expect_close(to_mat(ex->value(r.y)), c.ref(r.input_mats()), tol, c.name + " in " + std::string(dtype_name(dt)));
+}
+
+// Gradient of every input vs central differences; error relative to
+// max(|analytic|, |numeric|, 1e-2) so roundoff in tiny entries (~1e-10) does not count.
+void check_gradient(const OpCase& c) {
+  constexpr double h = 1e-6, tol = 1e-6;
+  Rig r(c, DType::f64);
+  auto ex = r.executor();
+  ex->forward(r.batch, c.mode);
+  r.ps.zero_grad();
+  ex->backward(r.loss);
+  auto loss_at = [&] {
+    if (c.fresh_executor) ex = r.executor();
+    ex->forward(r.batch, c.mode);
+    return ex->scalar(r.loss);
+  };
+  for (const Input& in : c.inputs) {
+    Parameter& prm = r.ps[in.name];
+    const Tensor grad = prm.grad.clone();
+    double worst = 0, largest = 0, g_at = 0, fd_at = 0;
+    int64_t at = 0;
+    for (int64_t i = 0; i < prm.value.numel(); ++i) {
+      const double v = prm.value.at(i);
+      prm.value.set(i, v + h);
+      const double lp = loss_at();
+      prm.value.set(i, v - h);
+      const double lm = loss_at();
+      prm.value.set(i, v);
+      const double fd = (lp - lm) / (2 * h), g = grad.at(i);
+      const double err = std::abs(g - fd) / std::max({std::abs(g), std::abs(fd), 1e-2});
+      largest = std::max(largest, std::abs(fd));
+      if (!(err <= worst)) worst = err, at = i, g_at = g, fd_at = fd;
+    }
+    EXPECT_LE(worst, tol) << c.name << ": d loss / d " << in.name << "[" << at << "] is " << g_at
+                          << ", finite differences give " << fd_at;
+    EXPECT_GT(largest, 1e-3) << c.name << ": the loss does not depend on " << in.name << " (vacuous case)";
+  }
+}
+
+Symbol binop(OpKind k, Symbol a, Symbol b) { return k == OpKind::Add ? a + b : k == OpKind::Sub ? a - b : a * b; }
+double binop(OpKind k, double a, double b) { return k == OpKind::Add ? a + b : k == OpKind::Sub ? a - b : a * b; }
+
+const std::vector<int32_t> kLabels = {2, -1, 0, 4, 4, -1, 1};  // 7 rows, 5 classes
+const std::vector<int32_t> kWords = {3, -1, 0, 3, 5, -1, 2};   // 7 rows, table of 6
+
+Mat xent_ref(const Mat& x, bool mean) {
+  double loss = 0;
+  int n = 0;
+  for (int64_t i = 0; i < x.r; ++i) {
+    if (kLabels[static_cast<size_t>(i)] < 0) continue;
+    loss += row_lse(x, i) - x(i, kLabels[static_cast<size_t>(i)]);
+    ++n;
+  }
+  return scalar(mean ? loss / n : loss);
+}
+
+std::vector<OpCase> make_cases() {
+  std::vector<OpCase> cs;
+  auto add = [&](std::string name, OpKind op, std::vector<Input> in, std::function<Symbol(Program&, const Syms&)> b,
+                 std::function<Mat(const Mats&)> ref) -> OpCase& {
+    OpCase& c = cs.emplace_back();
+    c.name = std::move(name);
+    c.op = op;
+    c.inputs = std::move(in);
+    c.build = std::move(b);
+    c.ref = std::move(ref);
+    return c;
+  };
+  // matmul: the four layouts that arise (rowed·fixed, rowed·fixedᵀ, rowedᵀ·rowed, fixed·fixed) + fixed transposes.
+  struct Mm { const char* name; Input a, b; bool ta, tb; };
+  for (const Mm& m : {Mm{"rowed_fixed", rowed("A", 3), fixed("B", {3, 7}), false, false},
+                      Mm{"rowed_fixedT", rowed("A", 3), fixed("B", {7, 3}), false, true},
+                      Mm{"rowedT_rowed", rowed("A", 3), rowed("B", 7), true, false},
+                      Mm{"fixed_fixed", fixed("A", {3, 4}), fixed("B", {4, 6}), false, false},
+                      Mm{"fixedT_fixed", fixed("A", {4, 3}), fixed("B", {4, 6}), true, false},
+                      Mm{"fixed_fixedT", fixed("A", {3, 4}), fixed("B", {6, 4}), false, true},
+                      Mm{"fixedT_fixedT", fixed("A", {4, 3}), fixed("B", {6, 4}), true, true},
+                      Mm{"vector_fixed", fixed("A", {4}), fixed("B", {4, 6}), false, false}}) {
+    bool ta = m.ta, tb = m.tb;
+    add(std::string("matmul_") + m.name, OpKind::MatMul, {m.a, m.b},
+        [=](Program&, const Syms& x) { return matmul(x[0], x[1], ta, tb); },
+        [=](const Mats& x) { return mm(x[0], x[1], ta, tb); }).rows = 6;
+  }
+  // add / sub / mul in every broadcasting layout.
+  struct Bin { const char* name; Input a, b; };
+  for (OpKind k : {OpKind::Add, OpKind::Sub, OpKind::Mul})
+    for (const Bin& b : {Bin{"rowed_rowed", rowed("A", 4), rowed("B", 4)},
+                         Bin{"rowed_vector", rowed("A", 4), fixed("B", {4})},
+                         Bin{"vector_rowed", fixed("A", {4}), rowed("B", 4)},
+                         Bin{"fixed_fixed", fixed("A", {3, 4}), fixed("B", {3, 4})},
+                         Bin{"fixed_vector", fixed("A", {3, 4}), fixed("B", {4})}})
+      add(std::string(ir::op_name(k)) + "_" + b.name, k, {b.a, b.b},
+          [=](Program&, const Syms& x) { return binop(k, x[0], x[1]); },
+          [=](const Mats& x) { return zip(x[0], x[1], [=](double u, double v) { return binop(k, u, v); }); });
+  // Unary elementwise.
+  struct Un { const char* name; OpKind op; Input x; Symbol (*f)(Symbol); double (*ref)(double); };
+  for (const Un& u : {Un{"tanh", OpKind::Tanh, rowed("X", 4), [](Symbol s) { return tanh(s); },
+                         [](double v) { return std::tanh(v); }},
+                      Un{"tanh_fixed", OpKind::Tanh, fixed("X", {3, 4}), [](Symbol s) { return tanh(s); },
+                         [](double v) { return std::tanh(v); }},
+                      Un{"sigmoid", OpKind::Sigmoid, rowed("X", 4, -3, 3), [](Symbol s) { return sigmoid(s); },
+                         [](double v) { return 1 / (1 + std::exp(-v)); }},
+                      Un{"relu", OpKind::Relu, rowed("X", 4, 0.1, 1, true), [](Symbol s) { return relu(s); },
+                         [](double v) { return std::max(v, 0.0); }},
+                      Un{"exp", OpKind::Exp, rowed("X", 4), [](Symbol s) { return exp(s); },
+                         [](double v) { return std::exp(v); }},
+                      Un{"log", OpKind::Log, rowed("X", 4, 0.2, 3), [](Symbol s) { return log(s); },
+                         [](double v) { return std::log(v); }},
+                      Un{"scale", OpKind::Scale, rowed("X", 4), [](Symbol s) { return scale(s, -1.7); },
+                         [](double v) { return -1.7 * v; }},
+                      Un{"scale_operator", OpKind::Scale, fixed("X", {3, 4}), [](Symbol s) { return 2.5 * s; },
+                         [](double v) { return 2.5 * v; }}}) {
+    auto f = u.f;
+    auto ref = u.ref;
+    add(u.name, u.op, {u.x}, [=](Program&, const Syms& x) { return f(x[0]); },
+        [=](const Mats& x) { return map(x[0], ref); });
+  }
+  // Column structure.
+  add("concat_rowed", OpKind::Concat, {rowed("A", 2), rowed("B", 3), rowed("C", 4)},
+      [](Program&, const Syms& x) { return concat({x[0], x[1], x[2]}); }, [](const Mats& x) { return hcat(x); });
+  add("concat_fixed", OpKind::Concat, {fixed("A", {3, 2}), fixed("B", {3, 5})},
+      [](Program&, const Syms& x) { return concat({x[0], x[1]}); }, [](const Mats& x) { return hcat(x); });
+  add("concat_vectors", OpKind::Concat, {fixed("A", {2}), fixed("B", {3})},
+      [](Program&, const Syms& x) { return concat({x[0], x[1]}); }, [](const Mats& x) { return hcat(x); });
+  add("concat_repeated", OpKind::Concat, {rowed("A", 2), rowed("B", 3)},
+      [](Program&, const Syms& x) { return concat({x[0], x[1], x[0]}); },
+      [](const Mats& x) { return hcat({x[0], x[1], x[0]}); });
+  add("slice_rowed", OpKind::Slice, {rowed("X", 7)}, [](Program&, const Syms& x) { return slice(x[0], 2, 5); },
+      [](const Mats& x) { return cols_of(x[0], 2, 5); });
+  add("slice_fixed", OpKind::Slice, {fixed("X", {3, 7})}, [](Program&, const Syms& x) { return slice(x[0], 1, 6); },
+      [](const Mats& x) { return cols_of(x[0], 1, 6); });
+  add("slice_vector", OpKind::Slice, {fixed("X", {7})}, [](Program&, const Syms& x) { return slice(x[0], 0, 3); },
+      [](const Mats& x) { return cols_of(x[0], 0, 3); });
+  add("split_rowed", OpKind::Slice, {rowed("X", 6)},
+      [](Program&, const Syms& x) {
+        auto s = split<3>(x[0]);
+        return s[0] * s[1] + s[2];
+      },
+      [](const Mats& x) {
+        Mat p = zip(cols_of(x[0], 0, 2), cols_of(x[0], 2, 4), [](double u, double v) { return u * v; });
+        return zip(p, cols_of(x[0], 4, 6), [](double u, double v) { return u + v; });
+      });
+  // Reductions.
+  for (bool row : {true, false}) {
+    Input x = row ? rowed("X", 4) : fixed("X", {3, 4});
+    std::string sfx = row ? "_rowed" : "_fixed";
+    add("sum" + sfx, OpKind::Sum, {x}, [](Program&, const Syms& s) { return sum(s[0]); },
+        [](const Mats& m) { return scalar(total(m[0])); });
+    add("mean" + sfx, OpKind::Mean, {x}, [](Program&, const Syms& s) { return mean(s[0]); },
+        [](const Mats& m) { return scalar(total(m[0]) / static_cast<double>(m[0].v.size())); });
+    add("sum_rows" + sfx, OpKind::SumRows, {x}, [](Program&, const Syms& s) { return sum_rows(s[0]); },
+        [](const Mats& m) { return col_sums(m[0]); });
+  }
+  // Softmax family and the loss.
+  add("softmax", OpKind::Softmax, {rowed("X", 6, -3, 3)}, [](Program&, const Syms& x) { return softmax(x[0]); },
+      [](const Mats& x) { return softmax_ref(x[0], false); });
+  add("softmax_fixed", OpKind::Softmax, {fixed("X", {3, 6}, -3, 3)},
+      [](Program&, const Syms& x) { return softmax(x[0]); }, [](const Mats& x) { return softmax_ref(x[0], false); });
+  add("log_softmax", OpKind::LogSoftmax, {rowed("X", 6, -3, 3)},
+      [](Program&, const Syms& x) { return log_softmax(x[0]); }, [](const Mats& x) { return softmax_ref(x[0], true); });
+  for (ir::Reduction red : {ir::Reduction::sum, ir::Reduction::mean}) {
+    bool m = red == ir::Reduction::mean;
+    OpCase& c = add(m ? "xent_mean" : "xent_sum", OpKind::SoftmaxCrossEntropy, {rowed("X", 5, -2, 2)},
+                    [=](Program& p, const Syms& x) { return softmax_cross_entropy(x[0], p.input_ids("label"), red); },
+                    [=](const Mats& x) { return xent_ref(x[0], m); });
+    c.rows = 7;
+    c.ids["label"] = kLabels;
+  }
+  OpCase& lk = add("lookup", OpKind::Lookup, {fixed("T", {6, 4})},
+                   [](Program& p, const Syms& x) { return lookup(x[0], p.input_ids("word")); },
+                   [](const Mats& x) {
+                     Mat o(7, x[0].c);
+                     for (int64_t i = 0; i < 7; ++i)
+                       for (int64_t j = 0; kWords[static_cast<size_t>(i)] >= 0 && j < o.c; ++j)
+                         o(i, j) = x[0](kWords[static_cast<size_t>(i)], j);
+                     return o;
+                   });
+  lk.rows = 7;
+  lk.ids["word"] = kWords;
+  // Dropout: identity in evaluation; in training a fresh executor per
+  // forward keeps the step (and so the mask) fixed for finite differences.
+  add("dropout_eval", OpKind::DropoutMask, {rowed("X", 5)}, [](Program&, const Syms& x) { return dropout(x[0], 0.4); },
+      [](const Mats& x) { return x[0]; }).mode = Mode::eval;
+  add("dropout_train", OpKind::DropoutMask, {rowed("X", 5)},
+      [](Program&, const Syms& x) { return dropout(x[0], 0.4); }, nullptr).fresh_executor = true;
+  return cs;
+}
+
+const std::vector<OpCase>& all_cases() {
+  static const std::vector<OpCase> cases = make_cases();
+  return cases;
+}
+
+std::vector<OpCase> forward_cases() {
+  std::vector<OpCase> out;
+  for (const OpCase& c : all_cases())
+    if (c.ref) out.push_back(c);
+  return out;
+}
+
+std::string case_name(const testing::TestParamInfo<OpCase>& info) { return info.param.name; }
+
+class OpForward : public testing::TestWithParam<OpCase> {};
+class OpGradient : public testing::TestWithParam<OpCase> {};
+
+TEST_P(OpForward, Float64) { check_forward(GetParam(), DType::f64, 1e-12); }
+TEST_P(OpForward, Float32) { check_forward(GetParam(), DType::f32, 1e-5); }
+TEST_P(OpGradient, FiniteDifferences) { check_gradient(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(Harness, OpForward, testing::ValuesIn(forward_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Harness, OpGradient, testing::ValuesIn(all_cases()), case_name);
+
+// ---- coverage ------------------------------------------------------------------------
+bool is_user_op(OpKind k) {
+  return !ir::has(ir::op_def(k).flags, ir::OpFlag::source | ir::OpFlag::boundary | ir::OpFlag::internal);
+}
+
+TEST(OpHarnessCoverage, EveryUserVisibleOpHasACase) {
+  std::set<OpKind> declared, in_gradients;
+  for (const OpCase& c : all_cases()) {
+    Rig r(c, DType::f64);
+    auto used = r.p.graph().find(c.op);
+    EXPECT_FALSE(used.empty()) << c.name << " claims to test '" << ir::op_name(c.op) << "' but does not use it";
+    declared.insert(c.op);
+    for (const ir::Node& n : passes::differentiate_program(r.p.graph(), r.loss.id())->nodes())
+      in_gradients.insert(n.op);
+  }
+  for (OpKind k : ir::all_ops()) {
+    const ir::OpFlag f = ir::op_def(k).flags;
+    if (is_user_op(k)) {
+      EXPECT_TRUE(declared.count(k)) << "op '" << ir::op_name(k) << "' has no harness case; add one to make_cases()";
+    } else if (ir::has(f, ir::OpFlag::internal) && !ir::has(f, ir::OpFlag::source | ir::OpFlag::boundary)) {
+      EXPECT_TRUE(in_gradients.count(k)) << "gradient op '" << ir::op_name(k) << "' is not exercised by any case";
+    }
+  }
+}
+
+TEST(OpHarnessCoverage, CpuHasAKernelForEveryComputeOp) {
+  Backend& cpu = backend_for(Device::cpu());
+  for (OpKind k : ir::all_ops()) {
+    if (ir::has(ir::op_def(k).flags, ir::OpFlag::source | ir::OpFlag::boundary)) continue;
+    EXPECT_TRUE(cpu.supports(k)) << "no CPU kernel for '" << ir::op_name(k) << "'";
+  }
+}
+
+TEST(OpHarnessCoverage, EveryUserOpButDropoutMaskHasAGradientRule) {
+  for (OpKind k : ir::all_ops()) {
+    if (is_user_op(k) && k != OpKind::DropoutMask) {  // the mask is a constant to autodiff
+      EXPECT_NE(ir::op_def(k).grad, nullptr) << "'" << ir::op_name(k) << "' has no gradient rule";
+    }
+  }
+}
+
+// ---- dropout in training -----------------------------------------------------------------
+OpCase dropout_case(double p, Input x, int32_t rows) {
+  OpCase c;
+  c.name = "dropout";
+  c.op = OpKind::DropoutMask;
+  c.inputs = {std::move(x)};
+  c.build = [=](Program&, const Syms& s) { return dropout(s[0], p); };
+  c.rows = rows;
+  return c;
+}
+
+TEST(OpHarnessDropout, TrainValuesAreZeroOrScaledAndDropFractionIsP) {
+  for (double p : {0.1, 0.5}) {
+    OpCase c = dropout_case(p, fixed("X", {400, 250}, 0.5, 1.5, true), 1);
+    Rig r(c, DType::f64);
+    auto ex = r.executor();
+    ex->forward(r.batch, Mode::train);
+    const Tensor x = r.ps["X"].value, y = ex->value(r.y);
+    int64_t dropped = 0, bad = 0, same_as_previous_row = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      if (y.at(i) == 0.0) ++dropped;
+      else if (std::abs(y.at(i) - x.at(i) / (1 - p)) > 1e-14 * std::abs(y.at(i))) ++bad;
+    }
+    for (int64_t row = 1; row < 400; ++row) {
+      bool same = true;
+      for (int64_t j = 0; j < 250 && same; ++j) same = (y.at(row * 250 + j) == 0) == (y.at((row - 1) * 250 + j) == 0);
+      same_as_previous_row += same;
+    }
+    EXPECT_EQ(bad, 0) << "kept values must be x / (1 - p), p = " << p;
+    EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(y.numel()), p, 0.01) << "p = " << p;
+    EXPECT_EQ(same_as_previous_row, 0) << "rows share one mask, p = " << p;
+  }
+}
+
+TEST(OpHarnessDropout, MaskDependsOnSeedAndStepOnly) {
+  OpCase c = dropout_case(0.5, rowed("X", 8, 0.5, 1.5), 9);
+  Rig r(c, DType::f64);
+  auto mask = [&](Executor& ex) {
+    ex.forward(r.batch, Mode::train);
+    Mat y = to_mat(ex.value(r.y));
+    return map(y, [](double v) { return v == 0.0 ? 0.0 : 1.0; }).v;
+  };
+  auto ex = r.executor();
+  auto first = mask(*ex), second = mask(*ex);
+  EXPECT_NE(first, second) << "the mask must change from one step to the next";
+  EXPECT_EQ(mask(*r.executor()), first) << "same seed and step must give the same mask";
+  ExecutorOptions other;
+  other.seed = 99;
+  EXPECT_NE(mask(*r.executor(other)), first) << "another seed must give another mask";
+}
+
+TEST(OpHarnessDropout, GradientIsDyTimesMask) {
+  OpCase c = dropout_case(0.3, rowed("X", 5, 0.5, 1.5, true), 7);
+  Rig r(c, DType::f64);
+  auto ex = r.executor();
+  ex->forward(r.batch, Mode::train);
+  r.ps.zero_grad();
+  ex->backward(r.loss);
+  const Tensor x = r.ps["X"].value, w = r.ps[kWeight].value, g = r.ps["X"].grad, y = ex->value(r.y);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double m = y.at(i) / x.at(i);  // 0 or 1 / (1 - p)
+    dropped += m == 0.0;
+    EXPECT_NEAR(g.at(i), w.at(i) * m, 1e-14) << "element " << i;
+  }
+  EXPECT_GT(dropped, 0);
+  EXPECT_LT(dropped, x.numel());
+}
+
+// ---- error paths ------------------------------------------------------------------------
+void expect_error(const std::function<void()>& fn, const std::string& tag, const std::string& also = "") {
+  try {
+    fn();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(tag), std::string::npos) << "message lacks " << tag << ": " << msg;
+    EXPECT_NE(msg.find(also), std::string::npos) << "message lacks '" << also << "': " << msg;
+    return;
+  }
+  ADD_FAILURE() << "expected sylva::Error tagged " << tag;
+}
+
+struct ErrorRig {
+  ParameterSet ps{DType::f64, 5};
+  Program p{DType::f64};
+  Symbol param(const std::string& name, Shape s) {
+    return p.param(ps.contains(name) ? ps[name] : ps.add(name, std::move(s), Init::uniform(-1, 1)));
+  }
+  Symbol rowed(const std::string& name, int64_t rows, int64_t cols) {
+    return lookup(param(name, {rows, cols}), p.input_ids(kRowIds));
+  }
+};
+
+TEST(OpHarnessErrors, MatMulInnerDimensionMismatch) {
+  ErrorRig e;
+  expect_error([&] { matmul(e.param("A", {3, 4}), e.param("B", {5, 2})); }, "[matmul]", "inner");
+  expect_error([&] { matmul(e.rowed("X", 5, 3), e.param("W", {4, 6})); }, "[matmul]", "inner");
+  expect_error([&] { matmul(e.rowed("X", 5, 3), e.param("W", {4, 6}), false, true); }, "[matmul]", "inner");
+  expect_error([&] { matmul(e.rowed("X", 5, 3), e.param("W", {4, 6}), true); }, "[matmul]");
+}
+
+TEST(OpHarnessErrors, ConcatWithMismatchedRows) {
+  ErrorRig e;
+  expect_error([&] { concat({e.param("A", {3, 2}), e.param("B", {4, 2})}); }, "[concat]");
+  expect_error([&] { concat({e.rowed("X", 5, 3), e.param("A", {3, 2})}); }, "[concat]");
+}
+
+TEST(OpHarnessErrors, SliceOutOfRange) {
+  ErrorRig e;
+  Symbol x = e.rowed("X", 5, 7);
+  expect_error([&] { slice(x, 2, 9); }, "[slice]", "out of range");
+  expect_error([&] { slice(x, -1, 3); }, "[slice]");
+  expect_error([&] { slice(x, 4, 4); }, "[slice]");
+  expect_error([&] { split(x, 3); }, "[split]");
+}
+
+// Ids come from the data, so range errors surface at run time; the
+// executor must stay usable once the data is fixed.
+void expect_runtime_error(const std::string& ids_name, std::vector<int32_t> bad, std::vector<int32_t> good,
+                          const std::function<Symbol(ErrorRig&)>& build, const std::string& tag,
+                          const std::string& also) {
+  ErrorRig e;
+  Symbol loss = build(e);
+  InputGraph g = InputGraph::from_children(std::vector<std::vector<int32_t>>(bad.size()), "bad ids");
+  std::vector<int32_t> row(bad.size());
+  std::iota(row.begin(), row.end(), 0);
+  g.set_ids(kRowIds, row);
+  g.set_ids(ids_name, bad);
+  GraphBatch batch({&g});
+  Executor ex(e.p, e.ps);
+  expect_error([&] { ex.forward(batch, Mode::train); }, tag, also);
+  InputGraph fixed_graph = g;
+  fixed_graph.set_ids(ids_name, std::move(good));
+  GraphBatch ok({&fixed_graph});
+  ex.forward(ok, Mode::train);
+  EXPECT_TRUE(std::isfinite(ex.scalar(loss)));
+}
+
+TEST(OpHarnessErrors, LookupIdOutOfRangeAtRunTime) {
+  expect_runtime_error("word", {0, 6, -1}, {0, 5, -1},
+                       [](ErrorRig& e) { return sum(lookup(e.param("T", {6, 4}), e.p.input_ids("word"))); },
+                       "[lookup]", "6");
+}
+
+TEST(OpHarnessErrors, CrossEntropyLabelOutOfRange) {
+  for (int32_t bad : {5, -2})
+    expect_runtime_error("label", {1, bad, -1}, {1, 4, -1},
+                         [](ErrorRig& e) { return softmax_cross_entropy(e.rowed("X", 3, 5), e.p.input_ids("label")); },
+                         "[softmax_cross_entropy]", std::to_string(bad));
+}
+
+}  // namespace
+}  // namespace sylva

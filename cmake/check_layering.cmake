@@ -1,3 +1,4 @@
+cmake_minimum_required(VERSION 3.20)
 # Checks DESIGN.md §3's dependency direction: a file of module M may only
 # include sylva/<D>/ headers of modules D that M may depend on.
 # Usage: cmake -DROOT=<source dir> -P check_layering.cmake

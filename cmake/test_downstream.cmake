@@ -5,6 +5,7 @@
 #         -DCONFIG=<build type> -DGENERATOR=<generator> -DCXX=<compiler>
 #         [-DCXX_FLAGS=<flags>] [-DSANITIZE=<address;undefined|thread>]
 #         -P test_downstream.cmake
+cmake_minimum_required(VERSION 3.25)
 foreach(var SOURCE_DIR BUILD_DIR WORK_DIR CONFIG GENERATOR CXX)
   if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
     message(FATAL_ERROR "test_downstream.cmake: -D${var}=... is required")

@@ -1,5 +1,7 @@
 #include "sylva/frontend/parameter_set.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -128,8 +130,14 @@ std::vector<const Parameter*> ParameterSet::all() const {
   return out;
 }
 
-void ParameterSet::zero_grad() {
-  for (Parameter& p : params_) p.grad.fill_zero();
+void ParameterSet::zero_grad(const RowSparsity* sparse) {
+  for (Parameter& p : params_) {
+    const size_t elem = dtype_size(p.grad.dtype());
+    char* g = static_cast<char*>(p.grad.raw());
+    for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
+      std::memset(g + b * static_cast<int64_t>(elem), 0, static_cast<size_t>(e - b) * elem);
+    });
+  }
 }
 
 int64_t ParameterSet::numel() const {

@@ -1,6 +1,8 @@
 #include "sylva/runtime/executor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <unordered_map>
 
 #include "sylva/core/error.h"
@@ -85,18 +87,65 @@ struct Executor::Impl {
                   ir::op_name(n.op), "] input ", k, " has ", ins[k].rows, " rows, expected ", batch_rows);
   }
 
-  const ir::Graph& grad_graph(NodeId loss) {
+  // A program gradient plus the lookup gradients that are folded into a
+  // sparse row update of their table (never materialised as [n, d]).
+  struct GradPlan {
+    std::shared_ptr<const ir::Graph> graph;
+    std::vector<bool> folded;
+    std::set<std::string> sparse_params;
+  };
+
+  const GradPlan& grad_plan(NodeId loss) {
     auto it = grads.find(loss);
-    if (it == grads.end()) it = grads.emplace(loss, passes::differentiate_program(program.graph(), loss)).first;
-    return *it->second;
+    if (it != grads.end()) return it->second;
+    GradPlan plan;
+    plan.graph = passes::differentiate_program(program.graph(), loss);
+    const ir::Graph& g = *plan.graph;
+    std::vector<int> consumers(g.size(), 0);
+    for (const Node& n : g.nodes())
+      for (NodeId in : n.inputs) ++consumers[in];
+    std::set<std::string> dense;
+    for (const Node& n : program.graph().nodes())
+      if (n.op == OpKind::Apply)
+        for (NodeId id : n.attrs.body->find(OpKind::Param)) dense.insert(n.attrs.body->node(id).attrs.name);
+    for (const Node& n : g.nodes()) {
+      if (n.op != OpKind::ParamGradOut) continue;
+      const Node& src = g.node(n.inputs[0]);
+      if (src.op == OpKind::LookupGrad && consumers[src.id] == 1) plan.sparse_params.insert(n.attrs.name);
+      else dense.insert(n.attrs.name);
+    }
+    for (const std::string& d : dense) plan.sparse_params.erase(d);
+    plan.folded.assign(g.size(), false);
+    for (const Node& n : g.nodes())
+      if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = true;
+    return grads.emplace(loss, std::move(plan)).first->second;
+  }
+
+  // grad[ids[r]] += dy[r] for the rows of a lookup; records the rows.
+  void sparse_accumulate(const Node& lookup_grad, std::vector<Slot>& gv, Parameter& prm) {
+    const MatView& dy = gv[lookup_grad.inputs[0]].view;
+    const MatView& ids = gv[lookup_grad.inputs[1]].view;
+    const int32_t* id = ids.as<const int32_t>();
+    const int64_t table_rows = prm.grad.shape().rows();
+    std::vector<int32_t>& rows = sparse[prm.name];
+    for (int64_t r = 0; r < ids.rows; ++r) {
+      SYLVA_CHECK(id[r] < table_rows, "[lookup] id ", id[r], " at row ", r, " out of range [0, ", table_rows,
+                  ") of '", prm.name, "'");
+      if (id[r] >= 0) rows.push_back(id[r]);
+    }
+    backend.add_rows(dy, {}, detail::grad_view(prm), {id, static_cast<size_t>(ids.rows)});
   }
 
   void backward(NodeId loss, double seed) {
     SYLVA_CHECK(forwarded, "[executor] backward() called before forward()");
-    const ir::Graph& g = grad_graph(loss);
+    const GradPlan& plan = grad_plan(loss);
+    const ir::Graph& g = *plan.graph;
     if (grad_values.size() < g.size()) grad_values.resize(g.size());
     std::vector<Slot>& gv = grad_values;
+    sparse.clear();
+    for (const std::string& name : plan.sparse_params) sparse[name];
     for (const Node& n : g.nodes()) {
+      if (plan.folded[n.id]) continue;
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
         case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
@@ -106,7 +155,8 @@ struct Executor::Impl {
           break;
         }
         case OpKind::ParamGradOut:
-          backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
+          if (plan.folded[n.inputs[0]]) sparse_accumulate(g.node(n.inputs[0]), gv, params[n.attrs.name]);
+          else backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
@@ -122,6 +172,10 @@ struct Executor::Impl {
       }
       observe(n, g, start, rows_of(n.type));
     }
+    for (auto& [name, rows] : sparse) {
+      std::sort(rows.begin(), rows.end());
+      rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    }
   }
 
   const Program& program;
@@ -131,7 +185,8 @@ struct Executor::Impl {
   std::vector<Slot> values;
   std::vector<Slot> grad_values;
   std::vector<std::unique_ptr<VertexRunner>> runners;
-  std::unordered_map<NodeId, std::shared_ptr<const ir::Graph>> grads;
+  std::unordered_map<NodeId, GradPlan> grads;
+  RowSparsity sparse;
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
   Schedule schedule;
@@ -172,6 +227,7 @@ void Executor::backward(Symbol loss, double seed) {
 }
 
 const Schedule& Executor::schedule() const { return impl_->schedule; }
+const RowSparsity& Executor::sparse_grads() const { return impl_->sparse; }
 const ExecutorOptions& Executor::options() const { return impl_->options; }
 void Executor::set_policy(BatchingPolicy p) { impl_->options.policy = p; }
 void Executor::set_observer(Observer obs) { impl_->observer = std::move(obs); }

@@ -21,14 +21,16 @@ void check_non_negative(std::string_view who, const char* what, double v) {
 }
 
 // Throws naming the parameter and the first bad element.
-void check_finite_grad(std::string_view who, const Parameter& p) {
+void check_finite_grad(std::string_view who, const Parameter& p, const RowSparsity* sparse) {
   dispatch_floating(p.grad.dtype(), [&](auto zero) {
     using T = decltype(zero);
     const T* g = p.grad.data<T>();
-    for (int64_t i = 0, n = p.grad.numel(); i < n; ++i)
+    for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
       SYLVA_CHECK(std::isfinite(g[i]), "[", who, "] parameter '", p.name, "' has a non-finite gradient (", g[i],
                   " at element ", i, " of ", p.grad.shape().str(), "); no parameter was updated. Lower the "
                   "learning rate, clip gradients (clip_grad_norm) or check the loss for log(0)");
+    });
   });
 }
 
@@ -46,13 +48,13 @@ void Optimizer::reset() {
   counts_.clear();
 }
 
-void Optimizer::step(ParameterSet& params) {
+void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
   std::vector<Parameter*> all = params.all();
   // Validate everything before touching anything, so a failed step is a no-op.
   for (const Parameter* p : all) {
     SYLVA_CHECK(std::isfinite(p->lr_scale) && p->lr_scale >= 0.0, "[", name(), "] parameter '", p->name,
                 "' has lr_scale ", p->lr_scale, "; expected a finite value >= 0");
-    check_finite_grad(name(), *p);
+    check_finite_grad(name(), *p, sparse);
     auto it = state_.find(p->name);
     if (it == state_.end()) continue;
     for (const Tensor& s : it->second)
@@ -61,7 +63,7 @@ void Optimizer::step(ParameterSet& params) {
                   " but this optimiser's state for it is ", dtype_name(s.dtype()), " ", s.shape().str(),
                   "; call reset() before using the optimiser with another parameter set");
   }
-  for (Parameter* p : all) update(*p, lr_ * p->lr_scale);
+  for (Parameter* p : all) update(*p, lr_ * p->lr_scale, sparse);
   ++steps_;
 }
 
@@ -81,7 +83,7 @@ std::vector<Tensor>& Optimizer::state(const Parameter& p, size_t n, double init)
 
 Sgd::Sgd(SgdOptions o) : Optimizer(o.lr, "sgd"), o_(o) { check_unit_interval(name(), "momentum", o.momentum); }
 
-void Sgd::update(Parameter& p, double lr) {
+void Sgd::update(Parameter& p, double lr, const RowSparsity* sparse) {
   dispatch_floating(p.value.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* w = p.value.data<T>();
@@ -89,7 +91,9 @@ void Sgd::update(Parameter& p, double lr) {
     const int64_t n = p.value.numel();
     const T rate = static_cast<T>(lr);
     if (o_.momentum == 0.0) {
-      for (int64_t i = 0; i < n; ++i) w[i] -= rate * g[i];
+      for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) w[i] -= rate * g[i];
+      });
       return;
     }
     T* v = state(p, 1)[0].data<T>();
@@ -107,17 +111,19 @@ Adagrad::Adagrad(AdagradOptions o) : Optimizer(o.lr, "adagrad"), o_(o) {
   check_non_negative(name(), "initial_accumulator", o.initial_accumulator);
 }
 
-void Adagrad::update(Parameter& p, double lr) {
+void Adagrad::update(Parameter& p, double lr, const RowSparsity* sparse) {
   dispatch_floating(p.value.dtype(), [&](auto zero) {
     using T = decltype(zero);
     T* w = p.value.data<T>();
     const T* g = p.grad.data<T>();
     T* acc = state(p, 1, o_.initial_accumulator)[0].data<T>();
     const T rate = static_cast<T>(lr), eps = static_cast<T>(o_.eps);
-    for (int64_t i = 0, n = p.value.numel(); i < n; ++i) {
-      acc[i] += g[i] * g[i];
-      w[i] -= rate * g[i] / (std::sqrt(acc[i]) + eps);
-    }
+    for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        acc[i] += g[i] * g[i];
+        w[i] -= rate * g[i] / (std::sqrt(acc[i]) + eps);
+      }
+    });
   });
 }
 
@@ -128,7 +134,7 @@ Adam::Adam(AdamOptions o) : Optimizer(o.lr, "adam"), o_(o) {
   SYLVA_CHECK(o.eps > 0.0, "[adam] eps must be > 0, got ", o.eps);
 }
 
-void Adam::update(Parameter& p, double lr) {
+void Adam::update(Parameter& p, double lr, const RowSparsity*) {
   const int64_t t = ++parameter_steps(p);
   const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(t));
   const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(t));
@@ -149,21 +155,23 @@ void Adam::update(Parameter& p, double lr) {
   });
 }
 
-double global_grad_norm(const ParameterSet& params) {
+double global_grad_norm(const ParameterSet& params, const RowSparsity* sparse) {
   double sq = 0.0;
   for (const Parameter* p : params.all())
     dispatch_floating(p->grad.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const T* g = p->grad.data<T>();
-      for (int64_t i = 0, n = p->grad.numel(); i < n; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      for_each_grad_range(*p, sparse, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      });
     });
   return std::sqrt(sq);
 }
 
-double clip_grad_norm(ParameterSet& params, double max_norm) {
+double clip_grad_norm(ParameterSet& params, double max_norm, const RowSparsity* sparse) {
   SYLVA_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "[clip_grad_norm] max_norm must be finite and > 0, got ",
               max_norm);
-  const double norm = global_grad_norm(params);
+  const double norm = global_grad_norm(params, sparse);
   if (!std::isfinite(norm) || norm <= max_norm) return norm;
   const double factor = max_norm / norm;
   for (Parameter* p : params.all())
@@ -171,7 +179,9 @@ double clip_grad_norm(ParameterSet& params, double max_norm) {
       using T = decltype(zero);
       T* g = p->grad.data<T>();
       const T f = static_cast<T>(factor);
-      for (int64_t i = 0, n = p->grad.numel(); i < n; ++i) g[i] *= f;
+      for_each_grad_range(*p, sparse, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) g[i] *= f;
+      });
     });
   return norm;
 }

@@ -48,7 +48,10 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
 
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
-  params_.zero_grad();
+  // After a completed step only the rows the last backward touched can be
+  // nonzero in row-sparse gradients (embeddings); otherwise zero densely.
+  params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+  sparse_valid_ = false;
   executor_.forward(batch, Mode::train);
   StepResult r;
   r.loss = executor_.scalar(loss_);
@@ -58,9 +61,15 @@ StepResult Trainer::step(const GraphBatch& batch) {
               "; no parameter was updated. Lower the learning rate or enable clip_norm");
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
   executor_.backward(loss_, seed);
+  sparse_ = executor_.sparse_grads();
+  if (options_.weight_decay > 0.0)  // decay makes a gradient dense
+    for (const Parameter* p : params_.all())
+      if (p->decay) sparse_.erase(p->name);
   add_weight_decay(params_, options_.weight_decay);
-  r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm) : global_grad_norm(params_);
-  optimizer_->step(params_);
+  r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
+                                         : global_grad_norm(params_, &sparse_);
+  optimizer_->step(params_, &sparse_);
+  sparse_valid_ = true;
   ++steps_;
   return r;
 }

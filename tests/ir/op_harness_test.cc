@@ -144,12 +144,28 @@ struct OpCase {
   int32_t rows = 5;                     // vertices in the batch = rows of rowed values
   std::map<std::string, std::vector<int32_t>> ids;  // extra per-vertex ids, in vertex order
   Mode mode = Mode::train;
-  bool fresh_executor = false;  // one Executor per forward, so a random op sees the same step
+  bool fresh_executor = false;  // a new Executor per forward, so a random op sees the same step
 };
 void PrintTo(const OpCase& c, std::ostream* os) { *os << c.name; }
 
 constexpr const char* kRowIds = "row";
 constexpr const char* kWeight = "loss_weight";
+
+using IdMap = std::map<std::string, std::vector<int32_t>>;
+
+// Two samples without edges holding ids.begin()->second.size() vertices;
+// each per-vertex id vector is split between them.
+GraphBatch make_batch(std::vector<InputGraph>& graphs, const IdMap& ids) {
+  const int32_t rows = static_cast<int32_t>(ids.begin()->second.size());
+  int32_t offset = 0;
+  for (int32_t n : {rows / 2, rows - rows / 2}) {
+    if (n == 0) continue;
+    graphs.push_back(InputGraph::from_children(std::vector<std::vector<int32_t>>(static_cast<size_t>(n)), "harness"));
+    for (const auto& [name, v] : ids) graphs.back().set_ids(name, {v.begin() + offset, v.begin() + offset + n});
+    offset += n;
+  }
+  return GraphBatch::of(graphs);
+}
 
 // Program, parameters and batch for one case. `values_from` (a float64 rig's
 // parameters) makes a float32 rig see the same, rounded, inputs.
@@ -157,25 +173,20 @@ struct Rig {
   const OpCase& c;
   ParameterSet ps;
   Program p;
-  std::vector<InputGraph> graphs;
-  GraphBatch batch;
+  std::vector<InputGraph> graphs, warm_graphs;
+  GraphBatch batch, warm;  // warm: a larger batch with other (valid) ids, run first to leave stale buffers
   Syms xs;
   Symbol y, loss;
 
-  Rig(const OpCase& oc, DType dt, const ParameterSet* values_from = nullptr, uint64_t seed = 1234)
-      : c(oc), ps(dt, seed), p(dt) {
-    int32_t offset = 0;
-    for (int32_t n : {c.rows / 2, c.rows - c.rows / 2}) {  // two samples without edges
-      if (n == 0) continue;
-      InputGraph g = InputGraph::from_children(std::vector<std::vector<int32_t>>(static_cast<size_t>(n)), "harness");
-      std::vector<int32_t> row(static_cast<size_t>(n));
-      std::iota(row.begin(), row.end(), offset);
-      g.set_ids(kRowIds, row);
-      for (const auto& [name, ids] : c.ids) g.set_ids(name, {ids.begin() + offset, ids.begin() + offset + n});
-      graphs.push_back(std::move(g));
-      offset += n;
-    }
-    batch = GraphBatch::of(graphs);
+  Rig(const OpCase& oc, DType dt, const ParameterSet* values_from = nullptr) : c(oc), ps(dt, 1234), p(dt) {
+    IdMap ids = c.ids, warm_ids;
+    ids[kRowIds].resize(static_cast<size_t>(c.rows));
+    std::iota(ids[kRowIds].begin(), ids[kRowIds].end(), 0);
+    for (const auto& [name, v] : ids)
+      for (int32_t i = 0; i < c.rows + 2; ++i)
+        warm_ids[name].push_back(std::max(0, v[static_cast<size_t>(c.rows - 1 - i % c.rows)]));
+    batch = make_batch(graphs, ids);
+    warm = make_batch(warm_graphs, warm_ids);
     for (const Input& in : c.inputs) {
       Parameter& prm = add(in.name, in.rowed ? Shape{c.rows, in.shape.cols()} : in.shape, in.lo, in.hi, values_from);
       if (in.mixed_sign && !values_from)
@@ -197,6 +208,14 @@ struct Rig {
     return prm;
   }
   std::unique_ptr<Executor> executor(ExecutorOptions o = {}) { return std::make_unique<Executor>(p, ps, o); }
+  // An executor that has run forward and backward on `warm`: kernels must
+  // overwrite (not assume zeroed) reused buffers. Leaves gradients dirty.
+  std::unique_ptr<Executor> warmed_executor() {
+    auto ex = executor();
+    ex->forward(warm, c.mode);
+    ex->backward(loss);
+    return ex;
+  }
   Mats input_mats() const {
     Mats m;
     for (const Input& in : c.inputs) m.push_back(to_mat(ps[in.name].value));
@@ -212,7 +231,7 @@ void expect_close(const Mat& got, const Mat& want, double tol, const std::string
   size_t at = 0;
   for (size_t i = 0; i < got.v.size(); ++i) {
     double err = std::abs(got.v[i] - want.v[i]) / std::max(1.0, std::abs(want.v[i]));
-    if (!(err <= worst)) worst = err, at = i;  // also catches NaN
+    if (!std::isnan(worst) && !(err <= worst)) worst = err, at = i;  // a NaN sticks and fails
   }
   EXPECT_LE(worst, tol) << what << ": element " << at << " is " << got.v[at] << ", reference " << want.v[at];
 }
@@ -222,7 +241,7 @@ void check_forward(const OpCase& c, DType dt, double tol) {
   std::unique_ptr<Rig> r32;
   if (dt == DType::f32) r32 = std::make_unique<Rig>(c, DType::f32, &r64.ps);
   Rig& r = r32 ? *r32 : r64;
-  auto ex = r.executor();
+  auto ex = r.warmed_executor();
   ex->forward(r.batch, c.mode);
   expect_close(to_mat(ex->value(r.y)), c.ref(r.input_mats()), tol, c.name + " in " + std::string(dtype_name(dt)));
 }
@@ -232,12 +251,12 @@ void check_forward(const OpCase& c, DType dt, double tol) {
 void check_gradient(const OpCase& c) {
   constexpr double h = 1e-6, tol = 1e-6;
   Rig r(c, DType::f64);
-  auto ex = r.executor();
+  auto ex = r.warmed_executor();
   ex->forward(r.batch, c.mode);
   r.ps.zero_grad();
   ex->backward(r.loss);
   auto loss_at = [&] {
-    if (c.fresh_executor) ex = r.executor();
+    if (c.fresh_executor) ex = r.warmed_executor();
     ex->forward(r.batch, c.mode);
     return ex->scalar(r.loss);
   };
@@ -256,7 +275,7 @@ void check_gradient(const OpCase& c) {
       const double fd = (lp - lm) / (2 * h), g = grad.at(i);
       const double err = std::abs(g - fd) / std::max({std::abs(g), std::abs(fd), 1e-2});
       largest = std::max(largest, std::abs(fd));
-      if (!(err <= worst)) worst = err, at = i, g_at = g, fd_at = fd;
+      if (!std::isnan(worst) && !(err <= worst)) worst = err, at = i, g_at = g, fd_at = fd;
     }
     EXPECT_LE(worst, tol) << c.name << ": d loss / d " << in.name << "[" << at << "] is " << g_at
                           << ", finite differences give " << fd_at;
@@ -315,10 +334,13 @@ std::vector<OpCase> make_cases() {
                          Bin{"rowed_vector", rowed("A", 4), fixed("B", {4})},
                          Bin{"vector_rowed", fixed("A", {4}), rowed("B", 4)},
                          Bin{"fixed_fixed", fixed("A", {3, 4}), fixed("B", {3, 4})},
-                         Bin{"fixed_vector", fixed("A", {3, 4}), fixed("B", {4})}})
+                         Bin{"fixed_vector", fixed("A", {3, 4}), fixed("B", {4})},
+                         Bin{"vector_fixed", fixed("A", {4}), fixed("B", {3, 4})}})
       add(std::string(ir::op_name(k)) + "_" + b.name, k, {b.a, b.b},
           [=](Program&, const Syms& x) { return binop(k, x[0], x[1]); },
           [=](const Mats& x) { return zip(x[0], x[1], [=](double u, double v) { return binop(k, u, v); }); });
+  add("mul_square", OpKind::Mul, {rowed("A", 4)}, [](Program&, const Syms& x) { return x[0] * x[0]; },
+      [](const Mats& x) { return map(x[0], [](double v) { return v * v; }); });
   // Unary elementwise.
   struct Un { const char* name; OpKind op; Input x; Symbol (*f)(Symbol); double (*ref)(double); };
   for (const Un& u : {Un{"tanh", OpKind::Tanh, rowed("X", 4), [](Symbol s) { return tanh(s); },
@@ -379,12 +401,13 @@ std::vector<OpCase> make_cases() {
         [](const Mats& m) { return col_sums(m[0]); });
   }
   // Softmax family and the loss.
-  add("softmax", OpKind::Softmax, {rowed("X", 6, -3, 3)}, [](Program&, const Syms& x) { return softmax(x[0]); },
-      [](const Mats& x) { return softmax_ref(x[0], false); });
-  add("softmax_fixed", OpKind::Softmax, {fixed("X", {3, 6}, -3, 3)},
-      [](Program&, const Syms& x) { return softmax(x[0]); }, [](const Mats& x) { return softmax_ref(x[0], false); });
-  add("log_softmax", OpKind::LogSoftmax, {rowed("X", 6, -3, 3)},
-      [](Program&, const Syms& x) { return log_softmax(x[0]); }, [](const Mats& x) { return softmax_ref(x[0], true); });
+  struct Sm { const char* name; Input x; };
+  for (bool lg : {false, true})
+    for (const Sm& m : {Sm{"", rowed("X", 6, -3, 3)}, Sm{"_fixed", fixed("X", {3, 6}, -3, 3)},
+                        Sm{"_large", rowed("X", 6, -25, 25)}})
+      add(std::string(lg ? "log_softmax" : "softmax") + m.name, lg ? OpKind::LogSoftmax : OpKind::Softmax, {m.x},
+          [=](Program&, const Syms& x) { return lg ? log_softmax(x[0]) : softmax(x[0]); },
+          [=](const Mats& x) { return softmax_ref(x[0], lg); });
   for (ir::Reduction red : {ir::Reduction::sum, ir::Reduction::mean}) {
     bool m = red == ir::Reduction::mean;
     OpCase& c = add(m ? "xent_mean" : "xent_sum", OpKind::SoftmaxCrossEntropy, {rowed("X", 5, -2, 2)},
@@ -404,8 +427,9 @@ std::vector<OpCase> make_cases() {
                    });
   lk.rows = 7;
   lk.ids["word"] = kWords;
-  // Dropout: identity in evaluation; in training a fresh executor per
-  // forward keeps the step (and so the mask) fixed for finite differences.
+  // Dropout: identity in evaluation. In training the mask is keyed on the
+  // executor's step, so a new executor per forward (each at the same step)
+  // keeps the mask fixed for finite differences.
   add("dropout_eval", OpKind::DropoutMask, {rowed("X", 5)}, [](Program&, const Syms& x) { return dropout(x[0], 0.4); },
       [](const Mats& x) { return x[0]; }).mode = Mode::eval;
   add("dropout_train", OpKind::DropoutMask, {rowed("X", 5)},
@@ -491,24 +515,31 @@ OpCase dropout_case(double p, Input x, int32_t rows) {
 
 TEST(OpHarnessDropout, TrainValuesAreZeroOrScaledAndDropFractionIsP) {
   for (double p : {0.1, 0.5}) {
-    OpCase c = dropout_case(p, fixed("X", {400, 250}, 0.5, 1.5, true), 1);
-    Rig r(c, DType::f64);
-    auto ex = r.executor();
-    ex->forward(r.batch, Mode::train);
-    const Tensor x = r.ps["X"].value, y = ex->value(r.y);
-    int64_t dropped = 0, bad = 0, same_as_previous_row = 0;
-    for (int64_t i = 0; i < y.numel(); ++i) {
-      if (y.at(i) == 0.0) ++dropped;
-      else if (std::abs(y.at(i) - x.at(i) / (1 - p)) > 1e-14 * std::abs(y.at(i))) ++bad;
+    std::vector<bool> mask64;
+    for (DType dt : {DType::f64, DType::f32}) {
+      OpCase c = dropout_case(p, fixed("X", {400, 250}, 0.5, 1.5, true), 1);
+      Rig r(c, dt);
+      auto ex = r.executor();
+      ex->forward(r.batch, Mode::train);
+      const Tensor x = r.ps["X"].value, y = ex->value(r.y);
+      const double tol = dt == DType::f64 ? 1e-14 : 1e-6;
+      std::vector<bool> mask;
+      int64_t bad = 0, same_as_previous_row = 0;
+      for (int64_t i = 0; i < y.numel(); ++i) {
+        mask.push_back(y.at(i) != 0.0);
+        bad += mask.back() && std::abs(y.at(i) - x.at(i) / (1 - p)) > tol * std::abs(y.at(i));
+      }
+      for (int64_t row = 1; row < 400; ++row)
+        same_as_previous_row += std::equal(mask.begin() + row * 250, mask.begin() + (row + 1) * 250,
+                                           mask.begin() + (row - 1) * 250);
+      const double dropped = static_cast<double>(std::count(mask.begin(), mask.end(), false));
+      std::string what = "p = " + std::to_string(p) + " in " + std::string(dtype_name(dt));
+      EXPECT_EQ(bad, 0) << "kept values must be x / (1 - p), " << what;
+      EXPECT_NEAR(dropped / static_cast<double>(y.numel()), p, 0.01) << what;
+      EXPECT_EQ(same_as_previous_row, 0) << "rows share one mask, " << what;
+      if (dt == DType::f64) mask64 = mask;
+      else EXPECT_EQ(mask, mask64) << "float32 and float64 must draw the same mask, " << what;
     }
-    for (int64_t row = 1; row < 400; ++row) {
-      bool same = true;
-      for (int64_t j = 0; j < 250 && same; ++j) same = (y.at(row * 250 + j) == 0) == (y.at((row - 1) * 250 + j) == 0);
-      same_as_previous_row += same;
-    }
-    EXPECT_EQ(bad, 0) << "kept values must be x / (1 - p), p = " << p;
-    EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(y.numel()), p, 0.01) << "p = " << p;
-    EXPECT_EQ(same_as_previous_row, 0) << "rows share one mask, p = " << p;
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,27 @@ struct Parameter {
   bool decay = true;
 };
 
+/// Row sparsity of gradients: for each parameter named here, only the
+/// listed rows (sorted, unique) of its gradient may be nonzero; parameters
+/// not named are dense. Produced by Executor::sparse_grads() for embedding
+/// tables read only through lookup, so optimisers touch only those rows.
+using RowSparsity = std::map<std::string, std::vector<int32_t>>;
+
+/// Calls fn(begin, end) for the element ranges of `p`'s gradient that may be
+/// nonzero: one range per listed row when `sparse` names `p`, else [0, numel).
+template <class Fn>
+void for_each_grad_range(const Parameter& p, const RowSparsity* sparse, Fn&& fn) {
+  if (sparse) {
+    auto it = sparse->find(p.name);
+    if (it != sparse->end()) {
+      const int64_t cols = p.grad.shape().cols();
+      for (int32_t r : it->second) fn(static_cast<int64_t>(r) * cols, static_cast<int64_t>(r + 1) * cols);
+      return;
+    }
+  }
+  fn(int64_t{0}, p.grad.numel());
+}
+
 /// Named parameters in insertion order; references stay valid while the
 /// set lives. All parameters share one dtype.
 ///
@@ -61,7 +83,9 @@ class ParameterSet {
 
   std::vector<Parameter*> all();
   std::vector<const Parameter*> all() const;
-  void zero_grad();
+  /// Zeroes every gradient; with `sparse`, only the listed rows of the
+  /// parameters it names (the caller guarantees the other rows are zero).
+  void zero_grad(const RowSparsity* sparse = nullptr);
   /// Total number of scalars.
   int64_t numel() const;
 

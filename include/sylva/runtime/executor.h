@@ -63,6 +63,10 @@ class Executor {
   void backward(Symbol loss, double seed = 1.0);
 
   const Schedule& schedule() const;
+  /// Parameters whose gradient from the last backward() came only from
+  /// lookup (embedding tables), with the rows it touched. Their lookup
+  /// gradient is added row by row instead of as a dense [n, d] matrix.
+  const RowSparsity& sparse_grads() const;
   const ExecutorOptions& options() const;
   void set_policy(BatchingPolicy p);
   /// Called after every op; nullptr to remove. Costs a clock read per op.

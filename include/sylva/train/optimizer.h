@@ -37,7 +37,12 @@ class Optimizer {
   /// Checks every gradient first, then updates every parameter: a NaN or
   /// infinite gradient throws sylva::Error naming the parameter and leaves
   /// all parameters and all state unchanged.
-  virtual void step(ParameterSet& params);
+  /// With `sparse` (see RowSparsity), gradients of the parameters it names
+  /// are nonzero only in the listed rows: SGD without momentum and Adagrad
+  /// then update only those rows (the result is identical, since a zero
+  /// gradient leaves their rows unchanged); Adam and momentum SGD stay
+  /// dense because their state decays every step.
+  virtual void step(ParameterSet& params, const RowSparsity* sparse = nullptr);
 
   double learning_rate() const { return lr_; }
   /// Throws sylva::Error unless lr is finite and >= 0.
@@ -57,7 +62,8 @@ class Optimizer {
   Optimizer& operator=(Optimizer&&) = default;
 
   /// Applies one update to `p` with effective learning rate `lr`.
-  virtual void update(Parameter& p, double lr) = 0;
+  /// `sparse` is null or names the rows of p's gradient that may be nonzero.
+  virtual void update(Parameter& p, double lr, const RowSparsity* sparse) = 0;
   /// The state tensors of `p` (n of them, zero-filled, p's shape and dtype
   /// on first use; filled with `init` instead of zeros when given).
   std::vector<Tensor>& state(const Parameter& p, size_t n, double init = 0.0);
@@ -85,7 +91,7 @@ class Sgd final : public Optimizer {
   const SgdOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr) override;
+  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
   SgdOptions o_;
 };
 
@@ -105,7 +111,7 @@ class Adagrad final : public Optimizer {
   const AdagradOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr) override;
+  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
   AdagradOptions o_;
 };
 
@@ -126,19 +132,19 @@ class Adam final : public Optimizer {
   const AdamOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr) override;
+  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
   AdamOptions o_;
 };
 
 /// sqrt of the sum of squares of every gradient of `params` (accumulated in
 /// float64). NaN or infinity if any gradient is not finite.
-double global_grad_norm(const ParameterSet& params);
+double global_grad_norm(const ParameterSet& params, const RowSparsity* sparse = nullptr);
 
 /// Scales every gradient by max_norm / norm when the global norm exceeds
 /// `max_norm` (> 0); returns the norm before clipping. A non-finite norm
 /// leaves the gradients untouched (Optimizer::step then reports the
 /// offending parameter).
-double clip_grad_norm(ParameterSet& params, double max_norm);
+double clip_grad_norm(ParameterSet& params, double max_norm, const RowSparsity* sparse = nullptr);
 
 /// grad += l2 · value for every parameter with `decay` set (l2 >= 0):
 /// the gradient of (l2 / 2)·‖w‖². Call after backward, before clipping.

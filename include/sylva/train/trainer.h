@@ -94,6 +94,8 @@ class Trainer {
   TrainerOptions options_;
   Executor executor_;
   int64_t steps_ = 0;
+  RowSparsity sparse_;        // row-sparse gradients of the last completed step
+  bool sparse_valid_ = false;
 };
 
 }  // namespace sylva

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Sylva's full check (what .ci/run executes):
+#   1. release: Release + -Werror, everything (library, tests, examples,
+#      benchmarks) in build/release; ctest without the `slow` label.
+#   2. asan:    RelWithDebInfo + AddressSanitizer/UndefinedBehaviorSanitizer,
+#      library and tests in build/asan (examples and benchmarks are built in
+#      stage 1 already; leaving them out keeps this stage's build short);
+#      same ctest selection. SYLVA_SKIP_ASAN=1 skips this stage.
+# Exits non-zero if any build or test fails; the last line is a summary.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+
+bash scripts/install_deps.sh || { echo "run_tests: FAILED (dependency installation)"; exit 1; }
+
+jobs=$(nproc)
+ctest_args=(--output-on-failure -LE slow -j2 --timeout 600)
+
+# Configures build dir $1 with Ninja and the remaining arguments; a build
+# dir left by another generator is started afresh.
+configure() {
+  local dir=$1
+  shift
+  if [[ -f $dir/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$dir/CMakeCache.txt"; then
+    echo "run_tests: $dir was configured with another generator; removing it"
+    rm -rf "$dir"
+  fi
+  cmake -S . -B "$dir" -G Ninja "$@"
+}
+
+declare -a summary=()
+status=0
+
+# stage <name> <dir> <cmake args...>: configure, build, test. Returns 2 when
+# the build failed, 1 when tests failed.
+stage() {
+  local name=$1 dir=$2
+  shift 2
+  local t0=$SECONDS
+  echo "==== run_tests: stage $name ($dir) ===="
+  if ! configure "$dir" "$@" || ! cmake --build "$dir" -j"$jobs"; then
+    summary+=("$name: BUILD FAILED")
+    return 2
+  fi
+  if ! ctest --test-dir "$dir" "${ctest_args[@]}"; then
+    summary+=("$name: TESTS FAILED ($((SECONDS - t0)) s)")
+    return 1
+  fi
+  summary+=("$name: ok ($((SECONDS - t0)) s)")
+}
+
+stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON
+release_rc=$?
+[[ $release_rc -ne 0 ]] && status=1
+
+if [[ ${SYLVA_SKIP_ASAN:-0} != 0 ]]; then
+  summary+=("asan: skipped (SYLVA_SKIP_ASAN=1)")
+elif [[ $release_rc -eq 2 ]]; then
+  summary+=("asan: skipped (release build failed)")
+else
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  stage asan build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DSYLVA_SANITIZE=address;undefined" \
+    -DSYLVA_BUILD_EXAMPLES=OFF -DSYLVA_BUILD_BENCHMARKS=OFF || status=1
+fi
+
+echo "==== run_tests summary ===="
+if [[ $status -eq 0 ]]; then verdict=PASSED; else verdict=FAILED; fi
+(IFS=';'; echo "run_tests: $verdict in ${SECONDS} s [${summary[*]}]")
+exit $status

@@ -73,6 +73,7 @@ struct Executor::Impl {
           std::vector<MatView> ins;
           for (NodeId in : n.inputs) ins.push_back(values[in].view);
           check_rows(n, ins);
+          check_ids(n, ins);
           backend.run({n, ins, out_slot(values, n), ctx});
         }
       }
@@ -85,6 +86,19 @@ struct Executor::Impl {
     for (size_t k = 0; k < ins.size(); ++k)
       SYLVA_CHECK(!program.graph().node(n.inputs[k]).type.rowed || ins[k].rows == batch_rows, "[",
                   ir::op_name(n.op), "] input ", k, " has ", ins[k].rows, " rows, expected ", batch_rows);
+  }
+
+  // Ids that come straight from the batch are checked here, where the
+  // offending sample and vertex can be named (kernels only know the row).
+  void check_ids(const Node& n, const std::vector<MatView>& ins) const {
+    if (n.op != OpKind::Lookup && n.op != OpKind::SoftmaxCrossEntropy) return;
+    const Node& ids = program.graph().node(n.inputs[1]);
+    if (ids.op != OpKind::InputIds) return;
+    const int64_t limit = n.op == OpKind::Lookup ? ins[0].rows : ins[0].cols;
+    const int32_t* id = ins[1].as<const int32_t>();
+    for (int64_t v = 0; v < ins[1].rows; ++v)
+      SYLVA_CHECK(id[v] >= -1 && id[v] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(static_cast<int32_t>(v)),
+                  " has ", ids.attrs.name, " id ", id[v], " out of range [0, ", limit, ") (-1 means none)");
   }
 
   // A program gradient plus the lookup gradients that are folded into a

@@ -169,6 +169,17 @@ std::shared_ptr<const Graph> differentiate_program(const Graph& p, NodeId loss) 
   return std::make_shared<const Graph>(eliminate_dead_code(out));
 }
 
+std::vector<bool> foldable_param_matmuls(const Graph& g) {
+  std::vector<int> consumers(g.size(), 0);
+  for (const Node& n : g.nodes())
+    for (NodeId in : n.inputs) ++consumers[in];
+  std::vector<bool> fold(g.size(), false);
+  for (const Node& n : g.nodes())
+    if (n.op == OpKind::ParamGradOut && g.node(n.inputs[0]).op == OpKind::MatMul && consumers[n.inputs[0]] == 1)
+      fold[n.inputs[0]] = true;
+  return fold;
+}
+
 Graph eliminate_dead_code(const Graph& g, std::span<const NodeId> keep) {
   std::vector<bool> live(g.size(), false);
   for (NodeId k : keep) live.at(k) = true;

@@ -101,8 +101,9 @@ struct Executor::Impl {
                   " has ", ids.attrs.name, " id ", id[v], " out of range [0, ", limit, ") (-1 means none)");
   }
 
-  // A program gradient plus the lookup gradients that are folded into a
-  // sparse row update of their table (never materialised as [n, d]).
+  // A program gradient plus the nodes folded into their ParamGradOut:
+  // lookup gradients become sparse row updates of their table (never a
+  // dense [n, d]); parameter-gradient matmuls accumulate into the gradient.
   struct GradPlan {
     std::shared_ptr<const ir::Graph> graph;
     std::vector<bool> folded;
@@ -129,7 +130,7 @@ struct Executor::Impl {
       else dense.insert(n.attrs.name);
     }
     for (const std::string& d : dense) plan.sparse_params.erase(d);
-    plan.folded.assign(g.size(), false);
+    plan.folded = passes::foldable_param_matmuls(g);
     for (const Node& n : g.nodes())
       if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = true;
     return grads.emplace(loss, std::move(plan)).first->second;
@@ -169,8 +170,16 @@ struct Executor::Impl {
           break;
         }
         case OpKind::ParamGradOut:
-          if (plan.folded[n.inputs[0]]) sparse_accumulate(g.node(n.inputs[0]), gv, params[n.attrs.name]);
-          else backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
+          if (!plan.folded[n.inputs[0]]) {
+            backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
+          } else if (g.node(n.inputs[0]).op == OpKind::LookupGrad) {
+            sparse_accumulate(g.node(n.inputs[0]), gv, params[n.attrs.name]);
+          } else {  // grad += A·B straight into the gradient
+            const Node& mm = g.node(n.inputs[0]);
+            std::vector<MatView> ins;
+            for (NodeId in : mm.inputs) ins.push_back(gv[in].view);
+            backend.run({mm, ins, detail::grad_view(params[n.attrs.name]), ExecContext{}, true});
+          }
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];

@@ -67,6 +67,7 @@ const ir::Graph& VertexRunner::grad_graph() {
   if (!df_) {
     df_ = passes::differentiate_vertex_function(*f_);
     init_values(bwd_, *df_);
+    folded_ = passes::foldable_param_matmuls(*df_);
   }
   return *df_;
 }
@@ -187,6 +188,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
                             const Observer* obs) {
   Home h = v.home[n.id];
   if (h == Home::param || h == Home::forward || h == Home::scatter_grad) return;
+  if (&v == &bwd_ && folded_[n.id]) return;  // runs at its ParamGradOut
   auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto window = [&](const std::vector<int32_t>& table) {
     return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
@@ -213,9 +215,19 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     case OpKind::PullGradOut:
       if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
       break;
-    case OpKind::ParamGradOut:
-      backend_.accumulate(view(v, n.inputs[0], t), grad_view(params_[n.attrs.name]));
+    case OpKind::ParamGradOut: {
+      MatView grad = grad_view(params_[n.attrs.name]);
+      if (&v == &bwd_ && folded_[n.inputs[0]]) {
+        const Node& mm = v.graph->node(n.inputs[0]);
+        scratch_in_.clear();
+        for (NodeId in : mm.inputs) scratch_in_.push_back(view(v, in, t));
+        ExecContext c = ctx;
+        backend_.run({mm, scratch_in_, grad, c, /*accumulate=*/true});
+      } else {
+        backend_.accumulate(view(v, n.inputs[0], t), grad);
+      }
       break;
+    }
     default: {
       scratch_in_.clear();
       for (NodeId in : n.inputs) scratch_in_.push_back(view(v, in, t));

@@ -71,6 +71,7 @@ class VertexRunner {
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
   MatView pull_, pushed_, d_pushed_, d_pull_;
   std::vector<MatView> scratch_in_;
+  std::vector<bool> folded_;  // ∂F matmuls run as grad += A·B at their ParamGradOut
 };
 
 }  // namespace sylva::detail

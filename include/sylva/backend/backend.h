@@ -46,7 +46,14 @@ struct KernelArgs {
   std::span<const MatView> in;
   MatView out;
   const ExecContext& ctx;
+  /// out += result instead of out = result. Only for ops where
+  /// accumulates_into_output(op) is true (MatMul): parameter gradients such
+  /// as dW += Xᵀ·dY are written straight into the gradient.
+  bool accumulate = false;
 };
+
+/// Whether run() accepts KernelArgs::accumulate for `op`.
+constexpr bool accumulates_into_output(ir::OpKind op) { return op == ir::OpKind::MatMul; }
 
 /// The operations a device must provide. The runtime calls run() for
 /// every math node and the row-movement primitives at F's boundary.

@@ -23,6 +23,12 @@ std::shared_ptr<const ir::Graph> differentiate_vertex_function(const ir::Graph& 
 /// ParamGradOut; every apply gets an ApplyGrad that runs ∂F.
 std::shared_ptr<const ir::Graph> differentiate_program(const ir::Graph& program, ir::NodeId loss);
 
+/// For each node of a gradient graph: true if it is a MatMul whose only
+/// consumer is a ParamGradOut, so the executor can run it as
+/// grad += A·B directly into the parameter's gradient (no temporary, no
+/// separate accumulation pass).
+std::vector<bool> foldable_param_matmuls(const ir::Graph& grad);
+
 /// Removes nodes that reach no side-effecting node and no node in `keep`;
 /// returns the compacted graph (ids renumbered, order kept).
 ir::Graph eliminate_dead_code(const ir::Graph& g, std::span<const ir::NodeId> keep = {});

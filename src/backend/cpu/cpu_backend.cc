@@ -41,6 +41,8 @@ class CpuBackend final : public Backend {
   void run(const KernelArgs& args) override {
     cpu::Kernel k = table_[static_cast<size_t>(args.node.op)];
     SYLVA_CHECK(k != nullptr, "[cpu] no kernel for op '", ir::op_name(args.node.op), "'");
+    SYLVA_ASSERT(!args.accumulate || accumulates_into_output(args.node.op), "op ", ir::op_name(args.node.op),
+                 " cannot accumulate into its output");
     k(args);
   }
 

@@ -21,7 +21,15 @@ struct MatMul {
     bool ta = a.node.attrs.trans_a, tb = a.node.attrs.trans_b;
     int64_t inner = ta ? x.rows : x.cols;
     if (inner == 0) {
-      C.setZero();
+      if (!a.accumulate) C.setZero();
+      return;
+    }
+    // Eigen's `=` zero-fills C before its GEMM accumulates; `+=` skips that.
+    if (a.accumulate) {
+      if (!ta && !tb) C.noalias() += A * B;
+      else if (ta && !tb) C.noalias() += A.transpose() * B;
+      else if (!ta && tb) C.noalias() += A * B.transpose();
+      else C.noalias() += A.transpose() * B.transpose();
       return;
     }
     if (!ta && !tb) C.noalias() = A * B;

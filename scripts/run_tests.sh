@@ -59,7 +59,7 @@ elif [[ $release_rc -eq 2 ]]; then
 else
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   stage asan build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DSYLVA_SANITIZE=address;undefined" \
-    -DSYLVA_BUILD_EXAMPLES=OFF -DSYLVA_BUILD_BENCHMARKS=OFF || status=1
+    -DSYLVA_BUILD_EXAMPLES=ON -DSYLVA_BUILD_BENCHMARKS=OFF || status=1
 fi
 
 echo "==== run_tests summary ===="

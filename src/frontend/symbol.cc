@@ -31,7 +31,7 @@ Symbol binary(OpKind op, Symbol a, Symbol b, Attrs at = {}) {
 
 }  // namespace
 
-const ir::ValueType& Symbol::type() const {
+ir::ValueType Symbol::type() const {
   SYLVA_CHECK(valid(), "[symbol] empty Symbol has no type");
   return graph_->node(id_).type;
 }

@@ -65,7 +65,7 @@ ValueType broadcast_type(const Node& n, const ValueType& a, const ValueType& b) 
 }
 
 NodeId reduce_to(GradContext& ctx, NodeId grad, const ValueType& operand) {
-  const ValueType& g = ctx.type_of(grad);
+  const ValueType g = ctx.type_of(grad);
   bool broadcast = (g.rowed && !operand.rowed) || (!g.rowed && !operand.rowed && g.shape.rows() != operand.shape.rows());
   return broadcast ? ctx.emit(OpKind::SumRows, {grad}) : grad;
 }

@@ -44,7 +44,7 @@ class Differentiator final : public ir::GradContext {
     return out_.add(op, std::move(inputs), std::move(attrs));
   }
   void add_grad(int k, NodeId grad) override { contribs_[node_->inputs.at(k)].push_back(grad); }
-  const ir::ValueType& type_of(NodeId n) const override { return out_.node(n).type; }
+  ir::ValueType type_of(NodeId n) const override { return out_.node(n).type; }
 
  private:
   bool requires_grad(const Node& n) const {

@@ -18,7 +18,7 @@ class Symbol {
   ir::Graph* graph() const { return graph_; }
   ir::NodeId id() const { return id_; }
   /// The value's type (dtype, rowed or fixed, shape).
-  const ir::ValueType& type() const;
+  ir::ValueType type() const;
   /// Width of one row.
   int64_t cols() const { return type().cols(); }
 

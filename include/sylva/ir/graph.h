@@ -3,6 +3,7 @@
 // order, so node id order is an execution order.
 #pragma once
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,9 @@ class Graph {
   NodeId add(OpKind op, std::vector<NodeId> inputs, Attrs attrs = {});
 
   const Node& node(NodeId id) const;
-  const std::vector<Node>& nodes() const { return nodes_; }
+  /// All nodes in order. A deque, so references to nodes stay valid while
+  /// more nodes are added (gradient rules hold them across emit()).
+  const std::deque<Node>& nodes() const { return nodes_; }
   size_t size() const { return nodes_.size(); }
   const std::string& name() const { return name_; }
   GraphKind kind() const { return kind_; }
@@ -44,7 +47,7 @@ class Graph {
   std::string name_;
   GraphKind kind_;
   DType dtype_;
-  std::vector<Node> nodes_;
+  std::deque<Node> nodes_;
 };
 
 /// Graphviz DOT text of a graph (nested bodies of Apply nodes as clusters).

@@ -114,7 +114,7 @@ class GradContext {
   virtual bool needs_grad(int k) const = 0;
   virtual NodeId emit(OpKind op, std::vector<NodeId> inputs, Attrs attrs = {}) = 0;
   virtual void add_grad(int k, NodeId grad) = 0;
-  virtual const ValueType& type_of(NodeId grad_node) const = 0;
+  virtual ValueType type_of(NodeId grad_node) const = 0;
 };
 
 using InferFn = ValueType (*)(const Node& node, std::span<const ValueType> inputs);

@@ -11,17 +11,12 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using test::error_of;
 
 TEST(ParameterSet, ZerosAndConstant) {
   for (DType dt : {DType::f32, DType::f64}) {

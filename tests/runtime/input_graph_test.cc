@@ -7,29 +7,12 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
-// Runs f, expecting a sylva::Error; returns its message ("" and a failure otherwise).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-sylva exception: " << e.what();
-    return {};
-  } catch (...) {
-    ADD_FAILURE() << "threw a non-std exception";
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "message: " << (haystack) << "\nlacks: " << (needle)
+using test::error_of;
 
 std::vector<int32_t> to_vec(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
 

@@ -6,28 +6,12 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-sylva exception: " << e.what();
-    return {};
-  } catch (...) {
-    ADD_FAILURE() << "threw a non-std exception";
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
-
-#define EXPECT_CONTAINS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "message: " << (haystack) << "\nlacks: " << (needle)
+using test::error_of;
 
 TEST(Vocabulary, AddAssignsDenseIdsInOrder) {
   Vocabulary v;

@@ -1,15 +1,34 @@
 // Shared test helpers: seeded random graphs and error measures.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <exception>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "sylva/core/error.h"
 #include "sylva/core/tensor.h"
 #include "sylva/runtime/input_graph.h"
 
 namespace sylva::test {
+
+/// Runs f and returns the message of the sylva::Error it throws, or
+/// "<no error>" if it throws nothing; any other exception fails the test.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-sylva exception: " << e.what();
+    return "<non-sylva exception>";
+  }
+  return "<no error>";
+}
 
 /// Random tree: every internal vertex has between 1 and max_arity child
 /// slots; some slots may be absent (-1) when allow_holes. Post-order ids.
@@ -30,3 +49,7 @@ double relative_error(const Tensor& a, const Tensor& b);
 std::string data_dir();
 
 }  // namespace sylva::test
+
+/// EXPECT that string `haystack` contains `needle`, printing both if not.
+#define EXPECT_CONTAINS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "message: " << (haystack) << "\nlacks: " << (needle)

@@ -15,20 +15,15 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -107,8 +102,6 @@ class Checkpoint : public testing::Test {
   fs::path dir_;
 };
 
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
-
 TEST_F(Checkpoint, RoundTripIsBitExact) {
   for (DType dt : {DType::f32, DType::f64}) {
     ParameterSet src(dt, 7);
@@ -182,15 +175,15 @@ TEST_F(Checkpoint, RejectsTruncatedFile) {
   const std::string bytes = read_bytes(path("full.safetensors"));
   write_bytes(path("cut.safetensors"), bytes.substr(0, bytes.size() - 4));
   const std::string msg = load_pair_error("cut.safetensors");
-  EXPECT_HAS(msg, "[checkpoint] " + path("cut.safetensors") + ": ");
-  EXPECT_HAS(msg, "truncated");
+  EXPECT_CONTAINS(msg, "[checkpoint] " + path("cut.safetensors") + ": ");
+  EXPECT_CONTAINS(msg, "truncated");
 
   write_bytes(path("tiny.safetensors"), "abc");
-  EXPECT_HAS(load_pair_error("tiny.safetensors"), "too small");
+  EXPECT_CONTAINS(load_pair_error("tiny.safetensors"), "too small");
   write_bytes(path("headless.safetensors"), bytes.substr(0, 20));
-  EXPECT_HAS(load_pair_error("headless.safetensors"), "exceeds");
+  EXPECT_CONTAINS(load_pair_error("headless.safetensors"), "exceeds");
   write_bytes(path("long.safetensors"), bytes + "junk");
-  EXPECT_HAS(load_pair_error("long.safetensors"), "trailing bytes");
+  EXPECT_CONTAINS(load_pair_error("long.safetensors"), "trailing bytes");
 }
 
 TEST_F(Checkpoint, RejectsCorruptHeader) {
@@ -202,45 +195,45 @@ TEST_F(Checkpoint, RejectsCorruptHeader) {
   };
 
   write_bytes(path("json.safetensors"), make_file("{\"W\": [1, 2", f.data));
-  EXPECT_HAS(load_pair_error("json.safetensors"), "header is not valid JSON");
-  EXPECT_HAS(with_header("array.safetensors", json::array()), "header is not a JSON object");
+  EXPECT_CONTAINS(load_pair_error("json.safetensors"), "header is not valid JSON");
+  EXPECT_CONTAINS(with_header("array.safetensors", json::array()), "header is not a JSON object");
 
   json h = f.header;
   h["W"]["dtype"] = "F16";
-  EXPECT_HAS(with_header("dtype.safetensors", h), "tensor 'W' has dtype \"F16\", expected \"F32\"");
+  EXPECT_CONTAINS(with_header("dtype.safetensors", h), "tensor 'W' has dtype \"F16\", expected \"F32\"");
 
   h = f.header;
   h["b"]["shape"] = {4};
-  EXPECT_HAS(with_header("shape.safetensors", h), "tensor 'b' has shape [4], expected [3]");
+  EXPECT_CONTAINS(with_header("shape.safetensors", h), "tensor 'b' has shape [4], expected [3]");
 
   h = f.header;
   h["b"]["data_offsets"] = {f.data.size(), f.data.size() + 12};
-  EXPECT_HAS(with_header("range.safetensors", h), "out of range");
+  EXPECT_CONTAINS(with_header("range.safetensors", h), "out of range");
 
   h = f.header;
   h["b"]["data_offsets"] = {0, 12};
-  EXPECT_HAS(with_header("overlap.safetensors", h), "contiguous");
+  EXPECT_CONTAINS(with_header("overlap.safetensors", h), "contiguous");
 
   h = f.header;
   h["b"]["data_offsets"] = {24, 32};
-  EXPECT_HAS(with_header("span.safetensors", h), "do not span the 12 bytes");
+  EXPECT_CONTAINS(with_header("span.safetensors", h), "do not span the 12 bytes");
 
   h = f.header;
   h["W"].erase("data_offsets");
-  EXPECT_HAS(with_header("fields.safetensors", h), "\"data_offsets\" must be [begin, end]");
+  EXPECT_CONTAINS(with_header("fields.safetensors", h), "\"data_offsets\" must be [begin, end]");
 
   h = f.header;
   h["W"]["shape"] = {2, -3};
-  EXPECT_HAS(with_header("negative.safetensors", h), "non-negative integers");
+  EXPECT_CONTAINS(with_header("negative.safetensors", h), "non-negative integers");
 
   h = f.header;
   h["__metadata__"] = {{"epoch", 3}};
-  EXPECT_HAS(with_header("meta.safetensors", h), "is not a string");
+  EXPECT_CONTAINS(with_header("meta.safetensors", h), "is not a string");
 
   std::string huge = read_bytes(path("ok.safetensors"));
   huge[7] = 0x01;  // header length ~ 2^56
   write_bytes(path("huge.safetensors"), huge);
-  EXPECT_HAS(load_pair_error("huge.safetensors"), "header length");
+  EXPECT_CONTAINS(load_pair_error("huge.safetensors"), "header length");
 }
 
 TEST_F(Checkpoint, RejectsDtypeOfOtherPrecision) {
@@ -248,7 +241,7 @@ TEST_F(Checkpoint, RejectsDtypeOfOtherPrecision) {
   f64.add("W", {2, 3}, Init::glorot());
   f64.add("b", {3}, Init::zeros());
   save_checkpoint(f64, path("f64.safetensors"));
-  EXPECT_HAS(load_pair_error("f64.safetensors"), "has dtype \"F64\", expected \"F32\"");
+  EXPECT_CONTAINS(load_pair_error("f64.safetensors"), "has dtype \"F64\", expected \"F32\"");
 }
 
 TEST_F(Checkpoint, RejectsMissingAndUnexpectedNames) {
@@ -258,14 +251,14 @@ TEST_F(Checkpoint, RejectsMissingAndUnexpectedNames) {
   ps.add("c", {3}, Init::zeros());
   ps.add("d", {1}, Init::zeros());
   const std::string msg = error_of([&] { load_checkpoint(ps, path("pair.safetensors")); });
-  EXPECT_HAS(msg, "missing from file: [c, d]");
-  EXPECT_HAS(msg, "unexpected in file: [b]");
+  EXPECT_CONTAINS(msg, "missing from file: [c, d]");
+  EXPECT_CONTAINS(msg, "unexpected in file: [b]");
   EXPECT_EQ(ps["W"].value.at(0), 0.0);  // nothing loaded on failure
 
   ParameterSet fewer(DType::f32, 0);
   fewer.add("W", {2, 3}, Init::zeros());
-  EXPECT_HAS(error_of([&] { load_checkpoint(fewer, path("pair.safetensors")); }), "unexpected in file: [b]");
-  EXPECT_HAS(error_of([&] { load_checkpoint(fewer, path("absent.safetensors")); }), "cannot open");
+  EXPECT_CONTAINS(error_of([&] { load_checkpoint(fewer, path("pair.safetensors")); }), "unexpected in file: [b]");
+  EXPECT_CONTAINS(error_of([&] { load_checkpoint(fewer, path("absent.safetensors")); }), "cannot open");
 }
 
 TEST_F(Checkpoint, AtomicWriteLeavesNoTempFile) {
@@ -294,25 +287,25 @@ TEST_F(Checkpoint, FailedSaveKeepsExistingCheckpoint) {
   // Into a directory that does not exist.
   const std::string nowhere = path("no_such_dir/keep.safetensors");
   std::string msg = error_of([&] { save_checkpoint(ps, nowhere); });
-  EXPECT_HAS(msg, "[checkpoint] " + nowhere + ": ");
-  EXPECT_HAS(msg, "No such file or directory");
+  EXPECT_CONTAINS(msg, "[checkpoint] " + nowhere + ": ");
+  EXPECT_CONTAINS(msg, "No such file or directory");
 
   // Over an existing checkpoint whose temporary file cannot be created (works as root too).
   const fs::path blocker = file + ".tmp." + std::to_string(::getpid());
   fs::create_directory(blocker);
   ps["W"].value.set(0, 9.0);
   msg = error_of([&] { save_checkpoint(ps, file); });
-  EXPECT_HAS(msg, "cannot create temporary file");
+  EXPECT_CONTAINS(msg, "cannot create temporary file");
   EXPECT_EQ(read_bytes(file), before);
   EXPECT_TRUE(fs::is_directory(blocker));  // not ours to remove
   fs::remove(blocker);
 
   // Errors found before writing leave it untouched as well.
-  EXPECT_HAS(error_of([&] { save_checkpoint(ps, file, {{"bad", "\xff"}}); }), "UTF-8");
+  EXPECT_CONTAINS(error_of([&] { save_checkpoint(ps, file, {{"bad", "\xff"}}); }), "UTF-8");
   EXPECT_EQ(read_bytes(file), before);
   ParameterSet reserved(DType::f32, 0);
   reserved.add("__metadata__", {1}, Init::zeros());
-  EXPECT_HAS(error_of([&] { save_checkpoint(reserved, file); }), "reserved");
+  EXPECT_CONTAINS(error_of([&] { save_checkpoint(reserved, file); }), "reserved");
   EXPECT_EQ(read_bytes(file), before);
   EXPECT_FALSE(fs::exists(blocker));
 }

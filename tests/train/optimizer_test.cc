@@ -10,19 +10,14 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
-using Vec = std::vector<double>;
+using test::error_of;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using Vec = std::vector<double>;
 
 Parameter& add_param(ParameterSet& ps, const std::string& name, const Vec& value) {
   Parameter& p = ps.add(name, Shape{static_cast<int64_t>(value.size())}, Init::zeros());

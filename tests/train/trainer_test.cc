@@ -12,19 +12,14 @@
 #include "sylva/core/error.h"
 #include "sylva/train/metrics.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
-constexpr int64_t kWords = 3, kDim = 4, kHidden = 8, kClasses = 3;
+using test::error_of;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+constexpr int64_t kWords = 3, kDim = 4, kHidden = 8, kClasses = 3;
 
 // An Elman RNN (chains) or binary recursive net (trees) with a per-vertex
 // classifier: h = tanh(x·W + h_0·U0 + h_1·U1 + b), logits = h·Ws.

@@ -11,21 +11,14 @@
 
 #include "sylva/core/error.h"
 
+#include "support/test_util.h"
+
 namespace sylva {
 namespace {
 
+using test::error_of;
+
 namespace fs = std::filesystem;
-
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-#define EXPECT_HAS(msg, part) EXPECT_NE((msg).find(part), std::string::npos) << (msg)
 
 class WordVectorsTest : public testing::Test {
  protected:
@@ -84,39 +77,39 @@ TEST_F(WordVectorsTest, DuplicateKeepsFirstAndCounts) {
 TEST_F(WordVectorsTest, Errors) {
   const std::string missing = (dir_ / "nope.txt").string();
   std::string msg = error_of([&] { load_word_vectors(missing); });
-  EXPECT_HAS(msg, missing);
-  EXPECT_HAS(msg, "cannot open");
+  EXPECT_CONTAINS(msg, missing);
+  EXPECT_CONTAINS(msg, "cannot open");
 
   std::string p = write("empty.txt", "");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "empty");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "empty");
   p = write("blank.txt", "\n\r\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "empty");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "empty");
 
   p = write("bad.txt", "a 1 2\nb 3 x4\n");
   msg = error_of([&] { load_word_vectors(p); });
-  EXPECT_HAS(msg, p + ":2:");
-  EXPECT_HAS(msg, "'x4'");
+  EXPECT_CONTAINS(msg, p + ":2:");
+  EXPECT_CONTAINS(msg, "'x4'");
 
   p = write("partial.txt", "a 1 2.5.1\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), p + ":1: value 2 of word 'a' is not a finite float: '2.5.1'");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), p + ":1: value 2 of word 'a' is not a finite float: '2.5.1'");
   p = write("nan.txt", "a 1 nan\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "'nan'");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "'nan'");
   p = write("big.txt", "a 1 1e39\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "'1e39'");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "'1e39'");
 
   p = write("tiny.txt", "a 1e-50 -1e-40\n");  // underflow is not an error
   EXPECT_EQ(load_word_vectors(p).values[0], 0.0f);
 
   p = write("ragged.txt", "a 1 2\nb 3 4\nc 5\n");
   msg = error_of([&] { load_word_vectors(p); });
-  EXPECT_HAS(msg, p + ":3:");
-  EXPECT_HAS(msg, "has 1 values, expected 2");
+  EXPECT_CONTAINS(msg, p + ":3:");
+  EXPECT_CONTAINS(msg, "has 1 values, expected 2");
 
   p = write("w2v.txt", "2 3\na 1 2 3\nb 4 5 6\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "word2vec");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "word2vec");
 
   p = write("novalues.txt", "lonely\n");
-  EXPECT_HAS(error_of([&] { load_word_vectors(p); }), "has no values");
+  EXPECT_CONTAINS(error_of([&] { load_word_vectors(p); }), "has no values");
 }
 
 TEST_F(WordVectorsTest, CopyIntoEmbedding) {
@@ -142,9 +135,9 @@ TEST_F(WordVectorsTest, CopyChecksShape) {
   vocab.add("cat");
   ParameterSet ps(DType::f32, 0);
   Parameter& wrong_dim = ps.add("e3", {1, 3}, Init::zeros());
-  EXPECT_HAS(error_of([&] { copy_word_vectors(wv, vocab, wrong_dim); }), "expected [1, 2]");
+  EXPECT_CONTAINS(error_of([&] { copy_word_vectors(wv, vocab, wrong_dim); }), "expected [1, 2]");
   Parameter& wrong_rows = ps.add("e2", {2, 2}, Init::zeros());
-  EXPECT_HAS(error_of([&] { copy_word_vectors(wv, vocab, wrong_rows); }), "'e2' has shape [2, 2]");
+  EXPECT_CONTAINS(error_of([&] { copy_word_vectors(wv, vocab, wrong_rows); }), "'e2' has shape [2, 2]");
 }
 
 }  // namespace

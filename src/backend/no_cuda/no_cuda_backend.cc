@@ -14,7 +14,7 @@ class NoCudaBackend final : public Backend {
   explicit NoCudaBackend(int index) : index_(index) {}
   Device device() const override { return Device::cuda(index_); }
   std::string name() const override { return "no_cuda"; }
-  bool supports(ir::OpKind) const override { return false; }
+  bool supports(ir::OpKind) const override { no_cuda(); }
   void run(const KernelArgs&) override { no_cuda(); }
   void copy_rows(MatView, std::span<const int32_t>, MatView, std::span<const int32_t>) override { no_cuda(); }
   void add_rows(MatView, std::span<const int32_t>, MatView, std::span<const int32_t>) override { no_cuda(); }

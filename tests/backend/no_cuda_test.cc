@@ -1,0 +1,36 @@
+// Without -DSYLVA_BUILD_CUDA=ON every CUDA entry point says how to get one.
+#include <gtest/gtest.h>
+
+#include "support/test_util.h"
+#include "sylva/backend/backend.h"
+#include "sylva/frontend/program.h"
+#include "sylva/runtime/executor.h"
+
+namespace sylva {
+namespace {
+
+using test::error_of;
+constexpr const char* kHint = "built without CUDA (configure with -DSYLVA_BUILD_CUDA=ON)";
+
+TEST(NoCuda, EveryBackendCallExplainsHowToGetCuda) {
+  Backend& cuda = backend_for(Device::cuda());
+  EXPECT_EQ(cuda.name(), "no_cuda");
+  EXPECT_CONTAINS(error_of([&] { cuda.supports(ir::OpKind::MatMul); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.fill_zero({}); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.copy_rows({}, {}, {}, {}); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.add_rows({}, {}, {}, {}); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.accumulate({}, {}); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.set_threads(2); }), kHint);
+}
+
+TEST(NoCuda, AnExecutorOnCudaFailsClearly) {
+  ParameterSet ps(DType::f32, 1);
+  ps.add("E", {3, 2}, Init::zeros());
+  Program p;
+  Symbol s = sum(lookup(p.param(ps["E"]), p.input_ids("w")));
+  (void)s;
+  EXPECT_CONTAINS(error_of([&] { Executor ex(p, ps, {.device = Device::cuda()}); }), kHint);
+}
+
+}  // namespace
+}  // namespace sylva

@@ -473,8 +473,8 @@ TEST(OpHarnessCoverage, EveryUserVisibleOpHasACase) {
     auto used = r.p.graph().find(c.op);
     EXPECT_FALSE(used.empty()) << c.name << " claims to test '" << ir::op_name(c.op) << "' but does not use it";
     declared.insert(c.op);
-    for (const ir::Node& n : passes::differentiate_program(r.p.graph(), r.loss.id())->nodes())
-      in_gradients.insert(n.op);
+    auto grad = passes::differentiate_program(r.p.graph(), r.loss.id());  // keep alive while iterating
+    for (const ir::Node& n : grad->nodes()) in_gradients.insert(n.op);
   }
   for (OpKind k : ir::all_ops()) {
     const ir::OpFlag f = ir::op_def(k).flags;

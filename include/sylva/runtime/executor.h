@@ -35,7 +35,9 @@ struct OpEvent {
 using Observer = std::function<void(const OpEvent&)>;
 
 /// Compiles a Program once (∂F and the program's gradient are derived on
-/// first use) and runs it over minibatches. Buffers and dynamic-tensor
+/// first use) and runs it over minibatches. The program and the parameter
+/// set must outlive the executor (it keeps references), and so must the
+/// batch passed to forward() until backward() has run. Buffers and dynamic-tensor
 /// arenas are kept across minibatches and only grow.
 ///
 /// @code

@@ -28,7 +28,9 @@ class Symbol {
 };
 
 /// C = op(A)·op(B). Per-vertex (rowed) A times a parameter B is the usual
-/// case; Aᵀ·B with both rowed sums over rows and gives a fixed matrix.
+/// case; Aᵀ·B with both rowed sums over rows and gives a fixed matrix. A
+/// rank-1 operand of width c is a 1 x c matrix: a matrix-vector product
+/// A·v is matmul(A, v, false, true) and gives [rows, 1].
 Symbol matmul(Symbol a, Symbol b, bool trans_a = false, bool trans_b = false);
 /// Elementwise; a rank-1 operand broadcasts over rows.
 Symbol operator+(Symbol a, Symbol b);

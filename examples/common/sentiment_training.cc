@@ -1,0 +1,109 @@
+#include "sentiment_training.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace sylva::examples {
+namespace {
+
+std::string hms(double s) {
+  char buf[32];
+  int t = static_cast<int>(s);
+  std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  return buf;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(const SentimentTrainOptions& o) {
+  if (o.optimizer == "adagrad") return std::make_unique<Adagrad>(AdagradOptions{.lr = o.lr});
+  if (o.optimizer == "adam") return std::make_unique<Adam>(AdamOptions{.lr = o.lr});
+  if (o.optimizer == "sgd") return std::make_unique<Sgd>(SgdOptions{.lr = o.lr});
+  SYLVA_THROW("[tree_lstm] unknown optimizer '", o.optimizer, "' (adagrad, adam or sgd)");
+}
+
+std::vector<GraphBatch> batches_of(const std::vector<InputGraph>& data, std::span<const size_t> order, int64_t size) {
+  std::vector<GraphBatch> out;
+  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(size)) {
+    std::vector<const InputGraph*> ptrs;
+    for (size_t i = b; i < std::min(order.size(), b + static_cast<size_t>(size)); ++i) ptrs.push_back(&data[order[i]]);
+    out.emplace_back(std::move(ptrs));
+  }
+  return out;
+}
+
+RootAccuracy evaluate(Trainer& trainer, const TreeLstmModel& model, const std::vector<InputGraph>& data) {
+  std::vector<size_t> order(data.size());
+  std::iota(order.begin(), order.end(), 0);
+  RootAccuracy acc;
+  for (const GraphBatch& b : batches_of(data, order, 256)) {
+    trainer.evaluate(b);
+    add_root_accuracy(b, trainer.executor().value(model.logits), acc);
+  }
+  return acc;
+}
+
+}  // namespace
+
+SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOptions& o, std::FILE* log) {
+  SYLVA_CHECK(o.batch > 0 && o.epochs > 0, "[tree_lstm] batch and epochs must be positive");
+  TreeLstmConfig cfg = o.model;
+  cfg.vocab = tb.vocab.size();
+  ParameterSet ps(cfg.dtype, o.seed);
+  add_tree_lstm_params(ps, cfg);
+  ps["E"].lr_scale = o.emb_lr_scale;
+  TreeLstmModel model(ps, cfg);
+  Trainer trainer(model.program, ps, model.loss, make_optimizer(o),
+                  {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads});
+  if (log)
+    std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d\n",
+                 static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden), static_cast<long>(ps.numel()),
+                 o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
+                 o.threads);
+
+  std::mt19937_64 rng(o.seed);
+  std::vector<size_t> order(tb.train.size());
+  std::iota(order.begin(), order.end(), 0);
+  SentimentTrainResult result;
+  Timer total;
+  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<GraphBatch> batches = batches_of(tb.train, order, o.batch);
+    Timer timer, progress;
+    double loss_sum = 0;
+    int64_t sentences = 0;
+    for (size_t b = 0; b < batches.size(); ++b) {
+      StepResult r = trainer.step(batches[b]);
+      loss_sum += r.loss;
+      sentences += r.samples;
+      if (log && (progress.seconds() >= o.progress_seconds || b + 1 == batches.size())) {
+        double rate = timer.rate(static_cast<double>(sentences));
+        double left = rate > 0 ? static_cast<double>(tb.train.size() - static_cast<size_t>(sentences)) / rate : 0;
+        std::fprintf(log, "epoch %ld batch %zu/%zu loss/tree %.4f | %.1f sent/s | epoch ETA %s\n",
+                     static_cast<long>(epoch), b + 1, batches.size(), loss_sum / static_cast<double>(sentences), rate,
+                     hms(left).c_str());
+        std::fflush(log);
+        progress.reset();
+      }
+    }
+    double train_s = timer.seconds();
+    RootAccuracy dev = evaluate(trainer, model, tb.dev);
+    RootAccuracy test = evaluate(trainer, model, tb.test);
+    bool best = result.best_epoch == 0 || dev.fine() > result.best_dev.fine();
+    if (best) {
+      result.best_epoch = static_cast<int>(epoch);
+      result.best_dev = dev;
+      result.best_test = test;
+      if (!o.checkpoint.empty()) save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}});
+    }
+    if (log) {
+      std::fprintf(log, "epoch %ld done in %s (%.1f sent/s) | dev root fine %.2f%% binary %.2f%%%s\n",
+                   static_cast<long>(epoch), hms(train_s).c_str(), static_cast<double>(sentences) / train_s,
+                   100 * dev.fine(), 100 * dev.binary(), best ? " (best so far)" : "");
+      std::fflush(log);
+    }
+  }
+  result.seconds = total.seconds();
+  return result;
+}
+
+}  // namespace sylva::examples

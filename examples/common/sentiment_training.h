@@ -1,0 +1,42 @@
+// The Tree-LSTM sentiment training loop shared by the example and the slow
+// accuracy test: minibatch training, per-epoch dev evaluation, test
+// accuracy of the best-dev epoch, optional checkpoint.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "sentiment_eval.h"
+#include "tree_lstm_model.h"
+#include "treebank.h"
+
+namespace sylva::examples {
+
+struct SentimentTrainOptions {
+  TreeLstmConfig model;  // vocab is taken from the treebank
+  std::string optimizer = "adagrad";  // adagrad | adam | sgd
+  double lr = 0.05;
+  double emb_lr_scale = 1.0;
+  double l2 = 1e-4;
+  double clip = 0.0;
+  int64_t batch = 25;
+  int64_t epochs = 10;
+  BatchingPolicy policy = BatchingPolicy::Bfs;
+  int threads = 1;
+  uint64_t seed = 1;
+  std::string checkpoint;        // written at every new best dev epoch if set
+  double progress_seconds = 5.0;
+};
+
+struct SentimentTrainResult {
+  int best_epoch = 0;
+  RootAccuracy best_dev, best_test;
+  double seconds = 0.0;
+};
+
+/// Trains on tb.train, evaluates dev and test after every epoch and
+/// returns the test accuracy of the epoch with the best dev fine-grained
+/// root accuracy. Progress goes to `log` (nullptr: silent).
+SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOptions& o, std::FILE* log);
+
+}  // namespace sylva::examples

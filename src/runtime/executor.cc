@@ -70,7 +70,8 @@ struct Executor::Impl {
           break;
         }
         default: {
-          std::vector<MatView> ins;
+          std::vector<MatView>& ins = scratch;
+          ins.clear();
           for (NodeId in : n.inputs) ins.push_back(values[in].view);
           check_rows(n, ins);
           check_ids(n, ins);
@@ -176,9 +177,9 @@ struct Executor::Impl {
             sparse_accumulate(g.node(n.inputs[0]), gv, params[n.attrs.name]);
           } else {  // grad += A·B straight into the gradient
             const Node& mm = g.node(n.inputs[0]);
-            std::vector<MatView> ins;
-            for (NodeId in : mm.inputs) ins.push_back(gv[in].view);
-            backend.run({mm, ins, detail::grad_view(params[n.attrs.name]), ExecContext{}, true});
+            scratch.clear();
+            for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
+            backend.run({mm, scratch, detail::grad_view(params[n.attrs.name]), ExecContext{}, true});
           }
           break;
         case OpKind::ApplyGrad: {
@@ -188,9 +189,9 @@ struct Executor::Impl {
           break;
         }
         default: {
-          std::vector<MatView> ins;
-          for (NodeId in : n.inputs) ins.push_back(gv[in].view);
-          backend.run({n, ins, out_slot(gv, n), ExecContext{}});
+          scratch.clear();
+          for (NodeId in : n.inputs) scratch.push_back(gv[in].view);
+          backend.run({n, scratch, out_slot(gv, n), ExecContext{}});
         }
       }
       observe(n, g, start, rows_of(n.type));
@@ -210,6 +211,7 @@ struct Executor::Impl {
   std::vector<std::unique_ptr<VertexRunner>> runners;
   std::unordered_map<NodeId, GradPlan> grads;
   RowSparsity sparse;
+  std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
   Schedule schedule;

@@ -109,7 +109,10 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule) {
                   max_read, " (gather slots 0..", max_read - 1, "); use gather_reduce() for any arity");
   }
   // Gather tables in row order: one contiguous span per task.
-  child_rows_.assign(static_cast<size_t>(std::max<int64_t>(max_read, 0)), {});
+  // F may use gather(i) and gather_reduce() together: tables for both.
+  int64_t slots = 0;
+  for (NodeId id : g.find(OpKind::Gather)) slots = std::max(slots, g.node(id).attrs.slot + 1);
+  child_rows_.assign(static_cast<size_t>(slots), {});
   for (int64_t slot = 0; slot < static_cast<int64_t>(child_rows_.size()); ++slot) {
     auto& t = child_rows_[slot];
     t.resize(static_cast<size_t>(rows));
@@ -118,7 +121,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule) {
       t[r] = slot < static_cast<int64_t>(ch.size()) && ch[slot] >= 0 ? schedule.row_of_vertex[ch[slot]] : -1;
     }
   }
-  if (max_read < 0) {
+  if (!g.find(OpKind::GatherReduce).empty()) {
     reduce_offsets_.assign(static_cast<size_t>(rows) + 1, 0);
     reduce_src_.clear();
     reduce_dst_.clear();

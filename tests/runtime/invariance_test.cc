@@ -208,3 +208,41 @@ TEST(Invariance, ArenasDoNotGrowInSteadyState) {
 
 }  // namespace
 }  // namespace sylva
+
+namespace sylva {
+namespace {
+
+// F reading its first child by slot and all children summed, over DAGs.
+TEST(Invariance, GatherAndGatherReduceTogether) {
+  ParameterSet ps(DType::f64, 3);
+  ps.add("E", {kVocab, 3}, Init::uniform(-1, 1));
+  ps.add("W", {9, 3}, Init::uniform(-1, 1));
+  VertexFunction f("mixed", 3, DType::f64);
+  Symbol h = tanh(matmul(concat({f.pull(3), f.gather(0), f.gather_reduce()}), f.param(ps["W"])));
+  f.scatter(h);
+  f.push(h);
+  Program p(DType::f64);
+  Symbol loss = sum(p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x"))));
+  std::mt19937_64 rng(5);
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 5; ++s) {
+    graphs.push_back(test::random_dag(rng, 12, 3, "mixed" + std::to_string(s)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  GraphBatch b = GraphBatch::of(graphs);
+  std::vector<double> losses;
+  std::vector<Tensor> grads;
+  for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {
+    Executor ex(p, ps, {.policy = policy});
+    ex.forward(b, Mode::train);
+    losses.push_back(ex.scalar(loss));
+    ps.zero_grad();
+    ex.backward(loss);
+    grads.push_back(ps["W"].grad.clone());
+  }
+  EXPECT_NEAR(losses[0], losses[1], 1e-10 * std::abs(losses[0]));
+  EXPECT_LE(test::relative_error(grads[0], grads[1]), 1e-10);
+}
+
+}  // namespace
+}  // namespace sylva

@@ -19,16 +19,27 @@ using ir::OpKind;
 
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
-      : program(p), params(ps), options(o), backend(backend_for(o.device)), values(p.graph().size()),
-        runners(p.graph().size()) {
+      : program(p), params(ps), options(o), backend(backend_for(o.device)) {
     if (o.threads > 0) backend.set_threads(o.threads);
-    for (const Node& n : p.graph().nodes()) {
+    sync();
+  }
+
+  // Compiles the nodes added to the program since the last call, so symbols
+  // defined after the executor was created (metrics, extra outputs) work.
+  void sync() {
+    const ir::Graph& g = program.graph();
+    if (values.size() == g.size()) return;
+    size_t first = values.size();
+    values.resize(g.size());
+    runners.resize(g.size());
+    for (size_t id = first; id < g.size(); ++id) {
+      const Node& n = g.node(static_cast<NodeId>(id));
       if (n.op == OpKind::Param) {
-        const Parameter& prm = ps[n.attrs.name];
+        const Parameter& prm = params[n.attrs.name];
         SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
-        runners[n.id] = std::make_unique<VertexRunner>(n.attrs.body, backend, ps);
+        runners[n.id] = std::make_unique<VertexRunner>(n.attrs.body, backend, params);
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
@@ -47,6 +58,7 @@ struct Executor::Impl {
   }
 
   void forward(const GraphBatch& b, Mode mode) {
+    sync();
     batch = &b;
     batch_rows = b.num_vertices();
     schedule = Schedule::build(b, options.policy);
@@ -233,6 +245,8 @@ void Executor::forward(const GraphBatch& batch, Mode mode) { impl_->forward(batc
 Tensor Executor::value(Symbol s) const {
   SYLVA_CHECK(s.graph() == &impl_->program.graph(), "[executor] symbol is not from this executor's program");
   SYLVA_CHECK(impl_->forwarded, "[executor] value() called before forward()");
+  SYLVA_CHECK(static_cast<size_t>(s.id()) < impl_->values.size(),
+              "[executor] the symbol was added to the program after the last forward(); run forward() again");
   const Node& n = impl_->program.graph().node(s.id());
   const MatView& v = impl_->values[n.id].view;
   Tensor t(n.type.rowed ? Shape{v.rows, v.cols} : n.type.shape, v.dtype);
@@ -248,6 +262,8 @@ double Executor::scalar(Symbol s) const {
 
 void Executor::backward(Symbol loss, double seed) {
   SYLVA_CHECK(loss.graph() == &impl_->program.graph(), "[executor] loss is not a symbol of this program");
+  SYLVA_CHECK(static_cast<size_t>(loss.id()) < impl_->values.size(),
+              "[executor] the loss was added to the program after the last forward(); run forward() again");
   impl_->backward(loss.id(), seed);
 }
 

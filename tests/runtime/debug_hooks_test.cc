@@ -1,6 +1,7 @@
 // DOT dumps of F, ∂F, a program and a schedule; the per-op observer hook.
 #include <gtest/gtest.h>
 
+#include "support/test_util.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
 
@@ -68,6 +69,27 @@ TEST(DebugHooks, ObserverSeesEveryOpOfEveryTask) {
   EXPECT_EQ(tanh_per_task.size(), 3u);  // a chain of 3: three tasks
   for (auto& [task, n] : tanh_per_task) EXPECT_EQ(n, 1) << task;
   EXPECT_EQ(static_ops, static_cast<int>(t.p.graph().size()));
+}
+
+}  // namespace
+}  // namespace sylva
+
+namespace sylva {
+namespace {
+
+TEST(Executor, SymbolsAddedAfterConstructionWorkAfterTheNextForward) {
+  Tiny t;
+  std::vector<InputGraph> g{InputGraph::chain(2, "c")};
+  g[0].set_ids("w", {0, 1});
+  Executor ex(t.p, t.ps);
+  ex.forward(GraphBatch::of(g), Mode::eval);
+  Symbol extra = sum(t.out * t.out);  // defined after the executor
+  EXPECT_CONTAINS(test::error_of([&] { ex.value(extra); }), "run forward() again");
+  ex.forward(GraphBatch::of(g), Mode::eval);
+  Tensor h = ex.value(t.out);
+  double want = 0;
+  for (int64_t i = 0; i < h.numel(); ++i) want += h.at(i) * h.at(i);
+  EXPECT_NEAR(ex.scalar(extra), want, 1e-12);
 }
 
 }  // namespace

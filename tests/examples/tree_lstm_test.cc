@@ -13,46 +13,38 @@
 namespace sylva::examples {
 namespace {
 
-TreeLstmConfig small_config(int32_t vocab, double dropout) {
-  return {.vocab = vocab, .dim = 6, .hidden = 4, .dropout = dropout, .init_scale = 0.5, .dtype = DType::f64};
-}
+// A small float64 Tree-LSTM over a synthetic treebank.
+struct SmallModel {
+  Treebank tb;
+  TreeLstmConfig cfg;
+  ParameterSet ps{DType::f64, 2};
+  TreeLstmModel m;
+  GraphBatch b;
+  SmallModel(uint64_t seed, int trees, double dropout)
+      : tb(synthetic_treebank(seed, trees, 1, 1)),
+        cfg{.vocab = tb.vocab.size(), .dim = 6, .hidden = 4, .dropout = dropout, .init_scale = 0.5,
+            .dtype = DType::f64},
+        m((add_tree_lstm_params(ps, cfg), ps), cfg),
+        b(GraphBatch::of(tb.train)) {}
+};
 
 TEST(TreeLstm, WholeModelGradientMatchesFiniteDifferences) {
-  Treebank tb = synthetic_treebank(3, 4, 1, 1);
-  TreeLstmConfig cfg = small_config(tb.vocab.size(), 0.0);
-  ParameterSet ps(DType::f64, 2);
-  add_tree_lstm_params(ps, cfg);
-  TreeLstmModel m(ps, cfg);
-  GraphBatch b = GraphBatch::of(tb.train);
+  SmallModel s(3, 4, 0.0);
+  ParameterSet& ps = s.ps;
+  TreeLstmModel& m = s.m;
+  const GraphBatch& b = s.b;
   Executor ex(m.program, ps);
   ex.forward(b, Mode::train);
   ps.zero_grad();
   ex.backward(m.loss);
-  for (Parameter* p : ps.all()) {
-    double scale = 1e-8, worst = 0;
-    for (int64_t i = 0; i < p->grad.numel(); ++i) scale = std::max(scale, std::abs(p->grad.at(i)));
-    for (int64_t i = 0; i < p->value.numel(); i += 1 + p->value.numel() / 30) {
-      const double h = 1e-5, w = p->value.at(i);
-      p->value.set(i, w + h);
-      ex.forward(b, Mode::train);
-      double up = ex.scalar(m.loss);
-      p->value.set(i, w - h);
-      ex.forward(b, Mode::train);
-      double down = ex.scalar(m.loss);
-      p->value.set(i, w);
-      worst = std::max(worst, std::abs((up - down) / (2 * h) - p->grad.at(i)) / scale);
-    }
-    EXPECT_LE(worst, 1e-6) << p->name;
-  }
+  for (Parameter* p : ps.all()) EXPECT_LE(test::finite_difference_error(ex, b, m.loss, *p, 30), 1e-6) << p->name;
 }
 
 TEST(TreeLstm, BfsEqualsSerialWithDropout) {
-  Treebank tb = synthetic_treebank(5, 40, 1, 1);
-  TreeLstmConfig cfg = small_config(tb.vocab.size(), 0.5);
-  ParameterSet ps(DType::f64, 2);
-  add_tree_lstm_params(ps, cfg);
-  TreeLstmModel m(ps, cfg);
-  GraphBatch b = GraphBatch::of(tb.train);
+  SmallModel s(5, 40, 0.5);
+  ParameterSet& ps = s.ps;
+  TreeLstmModel& m = s.m;
+  const GraphBatch& b = s.b;
   std::vector<std::vector<Tensor>> grads;
   std::vector<double> losses;
   for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {

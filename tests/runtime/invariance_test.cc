@@ -144,24 +144,9 @@ TEST(Invariance, WholeProgramGradientMatchesFiniteDifferences) {
   ex.forward(b, Mode::train);
   m.ps.zero_grad();
   ex.backward(m.loss);
-  for (Parameter* prm : m.ps.all()) {
-    Tensor& w = prm->value;
-    double max_err = 0, scale = 1e-8;
-    for (int64_t i = 0; i < w.numel(); ++i) scale = std::max(scale, std::abs(prm->grad.at(i)));
-    for (int64_t i = 0; i < w.numel(); i += 1 + w.numel() / 25) {
-      const double h = 1e-5, orig = w.at(i);
-      w.set(i, orig + h);
-      ex.forward(b, Mode::train);
-      double up = ex.scalar(m.loss);
-      w.set(i, orig - h);
-      ex.forward(b, Mode::train);
-      double down = ex.scalar(m.loss);
-      w.set(i, orig);
-      double fd = (up - down) / (2 * h), an = prm->grad.at(i);
-      max_err = std::max(max_err, std::abs(fd - an) / scale);
-    }
-    EXPECT_LE(max_err, 1e-6) << prm->name << " (error relative to the largest gradient entry)";
-  }
+  for (Parameter* prm : m.ps.all())
+    EXPECT_LE(test::finite_difference_error(ex, b, m.loss, *prm, 25), 1e-6)
+        << prm->name << " (error relative to the largest gradient entry)";
 }
 
 TEST(Invariance, TooManyChildrenIsAnError) {

@@ -70,6 +70,24 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return diff / scale;
 }
 
+double finite_difference_error(Executor& ex, const GraphBatch& batch, Symbol loss, Parameter& p, int64_t samples) {
+  Tensor& w = p.value;
+  double scale = 1e-8, worst = 0;
+  for (int64_t i = 0; i < p.grad.numel(); ++i) scale = std::max(scale, std::abs(p.grad.at(i)));
+  for (int64_t i = 0; i < w.numel(); i += 1 + w.numel() / samples) {
+    const double h = 1e-5, orig = w.at(i);
+    w.set(i, orig + h);
+    ex.forward(batch, Mode::train);
+    const double up = ex.scalar(loss);
+    w.set(i, orig - h);
+    ex.forward(batch, Mode::train);
+    const double down = ex.scalar(loss);
+    w.set(i, orig);
+    worst = std::max(worst, std::abs((up - down) / (2 * h) - p.grad.at(i)) / scale);
+  }
+  return worst;
+}
+
 std::string data_dir() {
   namespace fs = std::filesystem;
   if (const char* env = std::getenv("SYLVA_DATA")) return fs::exists(env) ? env : "";

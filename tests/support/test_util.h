@@ -11,6 +11,7 @@
 
 #include "sylva/core/error.h"
 #include "sylva/core/tensor.h"
+#include "sylva/runtime/executor.h"
 #include "sylva/runtime/input_graph.h"
 
 namespace sylva::test {
@@ -43,6 +44,12 @@ void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32
 
 /// max |a - b| / max(max |a|, max |b|, tiny): relative error of whole tensors.
 double relative_error(const Tensor& a, const Tensor& b);
+
+/// Checks p's gradient (already computed by a backward of `loss` over
+/// `batch`) against central differences at about `samples` evenly spaced
+/// entries; returns max |fd - grad| / max |grad| (the error relative to the
+/// largest gradient entry). Leaves p's values unchanged.
+double finite_difference_error(Executor& ex, const GraphBatch& batch, Symbol loss, Parameter& p, int64_t samples);
 
 /// Directory of the shared data (SYLVA_DATA, else ../shared/data next to
 /// the source tree); empty if it does not exist.

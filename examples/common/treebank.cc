@@ -1,9 +1,10 @@
 #include "treebank.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <random>
+
+#include "datasets.h"
 
 namespace sylva::examples {
 namespace fs = std::filesystem;
@@ -36,20 +37,7 @@ Treebank load_sst(const std::string& dir) {
 }
 
 std::string find_sst(const std::string& flag, std::vector<std::string>& looked) {
-  auto ok = [&](const fs::path& p) {
-    looked.push_back(p.string());
-    return fs::exists(p / "train.txt") && fs::exists(p / "dev.txt") && fs::exists(p / "test.txt");
-  };
-  if (!flag.empty()) return ok(flag) ? flag : "";
-  if (const char* env = std::getenv("SYLVA_DATA"))
-    if (ok(fs::path(env) / "sst")) return (fs::path(env) / "sst").string();
-  std::error_code ec;
-  for (fs::path dir = fs::current_path(ec); !dir.empty(); dir = dir.parent_path()) {
-    if (ok(dir / "shared" / "data" / "sst")) return (dir / "shared" / "data" / "sst").string();
-    if (ok(dir / ".." / "shared" / "data" / "sst")) return fs::weakly_canonical(dir / ".." / "shared" / "data" / "sst").string();
-    if (dir == dir.parent_path()) break;
-  }
-  return "";
+  return find_dataset("sst", {"train.txt", "dev.txt", "test.txt"}, flag, looked);
 }
 
 namespace {

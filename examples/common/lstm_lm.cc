@@ -1,0 +1,50 @@
+#include "lstm_lm.h"
+
+#include <string>
+
+namespace sylva::examples {
+namespace {
+
+std::string layer_param(const char* name, int64_t layer) { return name + std::to_string(layer); }
+
+}  // namespace
+
+void add_lstm_lm_params(ParameterSet& ps, const LstmLmConfig& c) {
+  SYLVA_CHECK(c.vocab > 0 && c.embed > 0 && c.hidden > 0 && c.layers > 0,
+              "[lstm_lm] vocab, embed, hidden and layers must be positive (got ", c.vocab, ", ", c.embed, ", ",
+              c.hidden, ", ", c.layers, ")");
+  Init init = Init::uniform(-c.init_scale, c.init_scale);
+  ps.add("E", {c.vocab, c.embed}, init);
+  for (int64_t l = 1; l <= c.layers; ++l) {
+    ps.add(layer_param("W", l), {l == 1 ? c.embed : c.hidden, 4 * c.hidden}, init);
+    ps.add(layer_param("U", l), {c.hidden, 4 * c.hidden}, init);
+    ps.add(layer_param("b", l), {4 * c.hidden}, init);
+  }
+  ps.add("Ws", {c.hidden, c.vocab}, init);
+  ps.add("bs", {c.vocab}, init);
+}
+
+VertexFunction lstm_cell(ParameterSet& ps, const LstmLmConfig& c, int64_t layer) {
+  VertexFunction f("lstm" + std::to_string(layer), 2 * c.hidden, c.dtype);
+  Symbol p = f.pull(4 * c.hidden);
+  auto [h, cell] = split<2>(f.gather(0));
+  auto [i, fg, o, u] = split<4>(p + matmul(h, f.param(ps[layer_param("U", layer)])));
+  Symbol c2 = sigmoid(fg) * cell + sigmoid(i) * tanh(u);
+  Symbol h2 = sigmoid(o) * tanh(c2);
+  f.scatter(concat({h2, c2}));
+  f.push(h2);
+  return f;
+}
+
+LstmLm::LstmLm(ParameterSet& ps, const LstmLmConfig& c) : cfg(c), program(c.dtype) {
+  Symbol x = dropout(lookup(program.param(ps["E"]), program.input_ids("words")), c.dropout);
+  for (int64_t l = 1; l <= c.layers; ++l) {
+    cells.push_back(lstm_cell(ps, c, l));
+    Symbol projected = matmul(x, program.param(ps[layer_param("W", l)])) + program.param(ps[layer_param("b", l)]);
+    x = dropout(program.apply(cells.back(), projected), c.dropout);
+  }
+  logits = matmul(x, program.param(ps["Ws"])) + program.param(ps["bs"]);
+  loss = softmax_cross_entropy(logits, program.input_ids("labels"));
+}
+
+}  // namespace sylva::examples

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 
+#include "bench_stats.h"
 #include "tree_lstm_model.h"
 #include "treebank.h"
 
@@ -21,12 +22,7 @@ namespace {
 struct Point {
   int64_t batch;
   BatchingPolicy policy;
-  std::vector<double> rates;  // sentences/s per repeat
-  double median() const {
-    std::vector<double> r = rates;
-    std::sort(r.begin(), r.end());
-    return r.size() % 2 ? r[r.size() / 2] : 0.5 * (r[r.size() / 2 - 1] + r[r.size() / 2]);
-  }
+  bench::Series rates;  // sentences/s per repeat
 };
 
 // Trains on `sentences` trees in minibatches of `batch`; returns sentences/s.
@@ -85,24 +81,22 @@ int main(int argc, char** argv) {
     // Interleave repeats so slow drift of the machine hits every point alike.
     for (int64_t r = 0; r < repeats; ++r)
       for (Point& pt : points) {
-        pt.rates.push_back(measure(tb, cfg, pt.policy, pt.batch, n, threads, 7));
+        pt.rates.values.push_back(measure(tb, cfg, pt.policy, pt.batch, n, threads, 7));
         std::fprintf(stderr, "  repeat %ld batch %ld %s: %.1f sent/s\n", static_cast<long>(r + 1),
-                     static_cast<long>(pt.batch), policy_name(pt.policy), pt.rates.back());
+                     static_cast<long>(pt.batch), policy_name(pt.policy), pt.rates.values.back());
       }
     std::printf("\n| batch | serial sent/s (min..max) | bfs sent/s (min..max) | bfs / serial |\n|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < points.size(); i += 2) {
       const Point &s = points[i], &b = points[i + 1];
-      auto [smin, smax] = std::minmax_element(s.rates.begin(), s.rates.end());
-      auto [bmin, bmax] = std::minmax_element(b.rates.begin(), b.rates.end());
-      std::printf("| %ld | %.1f (%.1f..%.1f) | %.1f (%.1f..%.1f) | %.2fx |\n", static_cast<long>(s.batch), s.median(),
-                  *smin, *smax, b.median(), *bmin, *bmax, b.median() / s.median());
+      std::printf("| %ld | %s | %s | %.2fx |\n", static_cast<long>(s.batch), s.rates.summary().c_str(),
+                  b.rates.summary().c_str(), b.rates.median() / s.rates.median());
     }
     if (!csv.empty()) {
       std::ofstream out(csv);
       out << "batch,policy,repeat,sentences_per_s\n";
       for (const Point& pt : points)
-        for (size_t r = 0; r < pt.rates.size(); ++r)
-          out << pt.batch << ',' << policy_name(pt.policy) << ',' << r + 1 << ',' << pt.rates[r] << '\n';
+        for (size_t r = 0; r < pt.rates.values.size(); ++r)
+          out << pt.batch << ',' << policy_name(pt.policy) << ',' << r + 1 << ',' << pt.rates.values[r] << '\n';
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -34,6 +34,7 @@
 
 // runtime
 #include "sylva/runtime/executor.h"
+#include "sylva/runtime/generators.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/input_graph.h"
 #include "sylva/runtime/readers.h"

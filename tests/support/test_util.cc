@@ -4,52 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <functional>
 
 namespace sylva::test {
-
-InputGraph random_tree(std::mt19937_64& rng, int32_t max_vertices, int32_t max_arity, bool allow_holes,
-                       const std::string& source) {
-  // Grow top-down (breadth-first) and number in post-order at the end.
-  std::vector<std::vector<int32_t>> kids(1);
-  std::uniform_int_distribution<int32_t> arity(1, max_arity);
-  std::bernoulli_distribution leaf(0.35), hole(allow_holes ? 0.15 : 0.0);
-  for (size_t v = 0; v < kids.size(); ++v) {
-    if (kids.size() >= static_cast<size_t>(max_vertices) || (v > 0 && leaf(rng))) continue;
-    int32_t a = arity(rng);
-    for (int32_t s = 0; s < a && kids.size() < static_cast<size_t>(max_vertices); ++s) {
-      if (hole(rng) && s + 1 < a) {
-        kids[v].push_back(-1);
-        continue;
-      }
-      kids[v].push_back(static_cast<int32_t>(kids.size()));
-      kids.emplace_back();
-    }
-  }
-  std::vector<int32_t> post(kids.size(), -1);
-  int32_t next = 0;
-  std::function<void(int32_t)> visit = [&](int32_t v) {
-    for (int32_t c : kids[v])
-      if (c >= 0) visit(c);
-    post[v] = next++;
-  };
-  visit(0);
-  std::vector<std::vector<int32_t>> children(kids.size());
-  for (size_t v = 0; v < kids.size(); ++v)
-    for (int32_t c : kids[v]) children[post[v]].push_back(c < 0 ? -1 : post[c]);
-  return InputGraph::from_children(children, source);
-}
-
-InputGraph random_dag(std::mt19937_64& rng, int32_t n, int32_t max_fanin, const std::string& source) {
-  std::vector<std::vector<int32_t>> children(static_cast<size_t>(n));
-  std::uniform_int_distribution<int32_t> fanin(0, max_fanin);
-  for (int32_t v = 1; v < n; ++v) {
-    int32_t k = fanin(rng);
-    std::uniform_int_distribution<int32_t> pick(0, v - 1);
-    for (int32_t i = 0; i < k; ++i) children[v].push_back(pick(rng));
-  }
-  return InputGraph::from_children(children, source);
-}
 
 void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes) {
   std::uniform_int_distribution<int32_t> word(-1, vocab - 1), label(-1, classes - 1);

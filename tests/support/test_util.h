@@ -1,4 +1,4 @@
-// Shared test helpers: seeded random graphs and error measures.
+// Shared test helpers: error measures, finite differences, random ids.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "sylva/core/error.h"
 #include "sylva/core/tensor.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/runtime/generators.h"
 #include "sylva/runtime/input_graph.h"
 
 namespace sylva::test {
@@ -31,13 +32,11 @@ std::string error_of(F&& f) {
   return "<no error>";
 }
 
-/// Random tree: every internal vertex has between 1 and max_arity child
-/// slots; some slots may be absent (-1) when allow_holes. Post-order ids.
-InputGraph random_tree(std::mt19937_64& rng, int32_t max_vertices, int32_t max_arity, bool allow_holes,
-                       const std::string& source);
-/// Random DAG: vertex v has 0..max_fanin children drawn from vertices < v
-/// (a vertex may be the child of several parents).
-InputGraph random_dag(std::mt19937_64& rng, int32_t n, int32_t max_fanin, const std::string& source);
+// The seeded graph generators live in the runtime (sylva/runtime/generators.h);
+// tests keep calling them as test::random_tree / test::random_dag.
+using sylva::random_dag;
+using sylva::random_tree;
+
 /// Attaches "x" (ids into a table of `vocab` rows, -1 sometimes) and
 /// "labels" (in [0, classes), -1 sometimes) to every vertex.
 void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes);

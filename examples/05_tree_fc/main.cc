@@ -1,0 +1,150 @@
+// Tree-FC training throughput (the Cavs synthetic tree workload): a fully
+// connected layer at every vertex of complete binary trees with random leaf
+// words, a softmax at the root. Reports training vertices/s and trees/s.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tree_fc_model.h"
+
+using namespace sylva;
+using namespace sylva::examples;
+
+namespace {
+
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name, double lr) {
+  if (name == "adagrad") return std::make_unique<Adagrad>(AdagradOptions{.lr = lr});
+  if (name == "adam") return std::make_unique<Adam>(AdamOptions{.lr = lr});
+  if (name == "sgd") return std::make_unique<Sgd>(SgdOptions{.lr = lr});
+  SYLVA_THROW("[tree_fc] unknown optimizer '", name, "' (adagrad, adam or sgd)");
+}
+
+std::string hms(double s) {
+  char buf[32];
+  const int t = static_cast<int>(s);
+  std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
+  return buf;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  TreeFcConfig cfg;
+  int32_t leaves = 256;
+  int64_t batch = 64, steps = 20, trees = 1024, warmup = 1;
+  int threads = 1;
+  uint64_t seed = 1;
+  std::string policy = "bfs", optimizer = "adam";
+  double lr = 1e-3, progress_seconds = 5.0;
+  bool float64 = false;
+  CLI::App app{"Tree-FC training throughput (the Cavs synthetic tree workload) with Sylva"};
+  app.add_option("--leaves", leaves, "Leaves per complete binary tree (a power of two, e.g. 32...1024)")
+      ->capture_default_str();
+  app.add_option("--hidden", cfg.hidden, "Hidden size h")->capture_default_str();
+  app.add_option("--classes", cfg.classes, "Classes of the root classifier")->capture_default_str();
+  app.add_option("--vocab", cfg.vocab, "Leaf word ids are uniform in [0, vocab)")->capture_default_str();
+  app.add_option("--batch", batch, "Trees per training step")->capture_default_str();
+  app.add_option("--steps", steps, "Training steps")->capture_default_str();
+  app.add_option("--trees", trees, "Generated training trees, cycled through in shuffled order")
+      ->capture_default_str();
+  app.add_option("--warmup", warmup, "Steps left out of the throughput summary")->capture_default_str();
+  app.add_option("--optimizer", optimizer, "adagrad | adam | sgd")->capture_default_str();
+  app.add_option("--lr", lr, "Learning rate")->capture_default_str();
+  app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
+  app.add_option("--threads", threads, "Threads for GEMMs")->capture_default_str();
+  app.add_option("--seed", seed, "Random seed (data and parameters)")->capture_default_str();
+  app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
+  app.add_flag("--float64", float64, "Compute in float64");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",
+                leaves);
+    SYLVA_CHECK(batch >= 1 && steps >= 1, "[tree_fc] --batch and --steps must be >= 1, got ", batch, " and ",
+                steps);
+    SYLVA_CHECK(trees >= batch, "[tree_fc] --trees (", trees, ") must be at least --batch (", batch, ")");
+    SYLVA_CHECK(warmup >= 0 && warmup < steps, "[tree_fc] --warmup must be in [0, --steps), got ", warmup);
+    cfg.dtype = float64 ? DType::f64 : DType::f32;
+    const BatchingPolicy pol = parse_policy(policy);
+
+    std::mt19937_64 rng(seed);
+    const std::vector<InputGraph> data = tree_fc_samples(rng, trees, leaves, cfg);
+    ParameterSet ps(cfg.dtype, seed);
+    add_tree_fc_params(ps, cfg);
+    TreeFcModel model(ps, cfg);
+    Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr),
+                    {.policy = pol, .seed = seed, .threads = threads});
+
+    const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
+    std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "
+                "(%ld vertices) | %s lr %g | policy %s threads %d | %ld steps over %ld trees\n",
+                leaves, static_cast<long>(vertices_per_tree), static_cast<long>(cfg.hidden),
+                static_cast<long>(cfg.classes), static_cast<long>(cfg.vocab), static_cast<long>(ps.numel()),
+                float64 ? "f64" : "f32", static_cast<long>(batch), static_cast<long>(batch * vertices_per_tree),
+                optimizer.c_str(), lr, policy_name(pol), threads, static_cast<long>(steps), static_cast<long>(trees));
+    std::fflush(stdout);
+
+    std::vector<size_t> order(data.size());
+    std::iota(order.begin(), order.end(), 0);
+    size_t cursor = order.size();  // reshuffle before the first step
+    std::vector<double> vertex_rates, tree_rates;
+    RunningMean loss;  // per tree, since the last progress line
+    double window_seconds = 0.0, window_trees = 0.0, window_vertices = 0.0, timed_seconds = 0.0;
+    Timer total, since_progress;
+    for (int64_t step = 1; step <= steps; ++step) {
+      if (cursor + static_cast<size_t>(batch) > order.size()) {
+        std::shuffle(order.begin(), order.end(), rng);
+        cursor = 0;
+      }
+      std::vector<const InputGraph*> samples;
+      for (int64_t i = 0; i < batch; ++i) samples.push_back(&data[order[cursor++]]);
+      // The timed region is everything a training loop does per minibatch:
+      // joining the graphs, scheduling, forward, backward, the update.
+      Timer t;
+      const GraphBatch b(std::move(samples));
+      const StepResult r = trainer.step(b);
+      const double s = t.seconds();
+      loss.add(r.loss / r.samples, r.samples);
+      window_seconds += s;
+      window_trees += r.samples;
+      window_vertices += r.vertices;
+      if (step > warmup) {
+        vertex_rates.push_back(r.vertices / s);
+        tree_rates.push_back(r.samples / s);
+        timed_seconds += s;
+      }
+      if (since_progress.seconds() >= progress_seconds || step == steps) {
+        const double per_step = total.seconds() / static_cast<double>(step);
+        std::printf("step %ld/%ld loss/tree %.4f | %.1f trees/s %.0f vertices/s | ETA %s\n", static_cast<long>(step),
+                    static_cast<long>(steps), loss.mean(), window_trees / window_seconds,
+                    window_vertices / window_seconds, hms(per_step * static_cast<double>(steps - step)).c_str());
+        std::fflush(stdout);
+        loss.reset();
+        window_seconds = window_trees = window_vertices = 0.0;
+        since_progress.reset();
+      }
+    }
+    const auto [vmin, vmax] = std::minmax_element(vertex_rates.begin(), vertex_rates.end());
+    std::printf("summary: tree_fc leaves %d h %ld batch %ld policy %s threads %d %s | train vertices/s median %.0f "
+                "(min %.0f, max %.0f over %zu steps after %ld warm-up) | trees/s median %.2f | %.1f s timed, "
+                "%s total\n",
+                leaves, static_cast<long>(cfg.hidden), static_cast<long>(batch), policy_name(pol), threads,
+                float64 ? "f64" : "f32", median(vertex_rates), *vmin, *vmax, vertex_rates.size(),
+                static_cast<long>(warmup), median(tree_rates), timed_seconds, hms(total.seconds()).c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

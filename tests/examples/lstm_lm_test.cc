@@ -15,15 +15,14 @@
 namespace sylva::examples {
 namespace {
 
-// Chains of lengths in [1, max_len] with random words and labels (label -1
-// on about a tenth of the vertices).
+// Chains of lengths in [1, max_len] (the runtime's generators) with
+// random words and labels (label -1 on about a tenth of the vertices).
 std::vector<InputGraph> random_chains(uint64_t seed, int n, int32_t max_len, int32_t vocab) {
   std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int32_t> len(1, max_len), word(0, vocab - 1);
+  std::vector<InputGraph> out = chains(random_lengths(rng, n, 1, max_len), "chain");
+  std::uniform_int_distribution<int32_t> word(0, vocab - 1);
   std::bernoulli_distribution unlabelled(0.1);
-  std::vector<InputGraph> out;
-  for (int i = 0; i < n; ++i) {
-    InputGraph g = InputGraph::chain(len(rng), "chain " + std::to_string(i));
+  for (InputGraph& g : out) {
     std::vector<int32_t> words(static_cast<size_t>(g.num_vertices())), labels(words.size());
     for (size_t v = 0; v < words.size(); ++v) {
       words[v] = word(rng);
@@ -31,7 +30,6 @@ std::vector<InputGraph> random_chains(uint64_t seed, int n, int32_t max_len, int
     }
     g.set_ids("words", std::move(words));
     g.set_ids("labels", std::move(labels));
-    out.push_back(std::move(g));
   }
   return out;
 }

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <random>
 
-#include "bench_stats.h"
+#include "example_util.h"
 #include "lstm_lm.h"
 #include "ptb.h"
 
@@ -23,7 +23,7 @@ struct Point {
   std::string model;  // var | fixed
   int64_t hidden, batch;
   BatchingPolicy policy;
-  bench::Series rates;  // words/s per repeat
+  Series rates;  // words/s per repeat
 };
 
 // The first samples of `all` holding at least `words` predicted tokens and

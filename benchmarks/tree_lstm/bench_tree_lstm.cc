@@ -10,7 +10,7 @@
 #include <numeric>
 #include <random>
 
-#include "bench_stats.h"
+#include "example_util.h"
 #include "tree_lstm_model.h"
 #include "treebank.h"
 
@@ -22,7 +22,7 @@ namespace {
 struct Point {
   int64_t batch;
   BatchingPolicy policy;
-  bench::Series rates;  // sentences/s per repeat
+  Series rates;  // sentences/s per repeat
 };
 
 // Trains on `sentences` trees in minibatches of `batch`; returns sentences/s.

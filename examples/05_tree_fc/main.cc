@@ -11,34 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "example_util.h"
 #include "tree_fc_model.h"
 
 using namespace sylva;
 using namespace sylva::examples;
-
-namespace {
-
-std::unique_ptr<Optimizer> make_optimizer(const std::string& name, double lr) {
-  if (name == "adagrad") return std::make_unique<Adagrad>(AdagradOptions{.lr = lr});
-  if (name == "adam") return std::make_unique<Adam>(AdamOptions{.lr = lr});
-  if (name == "sgd") return std::make_unique<Sgd>(SgdOptions{.lr = lr});
-  SYLVA_THROW("[tree_fc] unknown optimizer '", name, "' (adagrad, adam or sgd)");
-}
-
-std::string hms(double s) {
-  char buf[32];
-  const int t = static_cast<int>(s);
-  std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-  return buf;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   TreeFcConfig cfg;
@@ -83,7 +60,7 @@ int main(int argc, char** argv) {
     ParameterSet ps(cfg.dtype, seed);
     add_tree_fc_params(ps, cfg);
     TreeFcModel model(ps, cfg);
-    Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr),
+    Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
                     {.policy = pol, .seed = seed, .threads = threads});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
@@ -98,7 +75,7 @@ int main(int argc, char** argv) {
     std::vector<size_t> order(data.size());
     std::iota(order.begin(), order.end(), 0);
     size_t cursor = order.size();  // reshuffle before the first step
-    std::vector<double> vertex_rates, tree_rates;
+    Series vertex_rates, tree_rates;
     RunningMean loss;  // per tree, since the last progress line
     double window_seconds = 0.0, window_trees = 0.0, window_vertices = 0.0, timed_seconds = 0.0;
     Timer total, since_progress;
@@ -120,28 +97,28 @@ int main(int argc, char** argv) {
       window_trees += r.samples;
       window_vertices += r.vertices;
       if (step > warmup) {
-        vertex_rates.push_back(r.vertices / s);
-        tree_rates.push_back(r.samples / s);
+        vertex_rates.values.push_back(r.vertices / s);
+        tree_rates.values.push_back(r.samples / s);
         timed_seconds += s;
       }
       if (since_progress.seconds() >= progress_seconds || step == steps) {
         const double per_step = total.seconds() / static_cast<double>(step);
         std::printf("step %ld/%ld loss/tree %.4f | %.1f trees/s %.0f vertices/s | ETA %s\n", static_cast<long>(step),
                     static_cast<long>(steps), loss.mean(), window_trees / window_seconds,
-                    window_vertices / window_seconds, hms(per_step * static_cast<double>(steps - step)).c_str());
+                    window_vertices / window_seconds, format_duration(per_step * static_cast<double>(steps - step)).c_str());
         std::fflush(stdout);
         loss.reset();
         window_seconds = window_trees = window_vertices = 0.0;
         since_progress.reset();
       }
     }
-    const auto [vmin, vmax] = std::minmax_element(vertex_rates.begin(), vertex_rates.end());
     std::printf("summary: tree_fc leaves %d h %ld batch %ld policy %s threads %d %s | train vertices/s median %.0f "
                 "(min %.0f, max %.0f over %zu steps after %ld warm-up) | trees/s median %.2f | %.1f s timed, "
                 "%s total\n",
                 leaves, static_cast<long>(cfg.hidden), static_cast<long>(batch), policy_name(pol), threads,
-                float64 ? "f64" : "f32", median(vertex_rates), *vmin, *vmax, vertex_rates.size(),
-                static_cast<long>(warmup), median(tree_rates), timed_seconds, hms(total.seconds()).c_str());
+                float64 ? "f64" : "f32", vertex_rates.median(), vertex_rates.min(), vertex_rates.max(),
+                vertex_rates.values.size(), static_cast<long>(warmup), tree_rates.median(), timed_seconds,
+                format_duration(total.seconds()).c_str());
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

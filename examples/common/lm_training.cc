@@ -21,16 +21,6 @@ GraphBatch batch_of(const std::vector<InputGraph>& data, std::span<const size_t>
 
 }  // namespace
 
-std::string format_duration(double seconds) {
-  char buf[32];
-  const long t = std::lround(std::max(0.0, seconds));
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
-  return buf;
-}
-
 double lm_learning_rate(const LmTrainOptions& o, int64_t epoch) {
   return o.lr * std::pow(o.lr_decay, static_cast<double>(std::max<int64_t>(epoch - o.decay_after, 0)));
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "example_util.h"
 #include "lstm_lm.h"
 
 namespace sylva::examples {
@@ -58,8 +59,5 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
 /// exp(total loss / predicted tokens) of the trainer's model on `samples`,
 /// in evaluation mode (no dropout), in batches of `batch` samples.
 double perplexity(Trainer& trainer, const std::vector<InputGraph>& samples, int64_t batch);
-
-/// "12m05s".
-std::string format_duration(double seconds);
 
 }  // namespace sylva::examples

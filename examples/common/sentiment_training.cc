@@ -4,22 +4,10 @@
 #include <numeric>
 #include <random>
 
+#include "example_util.h"
+
 namespace sylva::examples {
 namespace {
-
-std::string hms(double s) {
-  char buf[32];
-  int t = static_cast<int>(s);
-  std::snprintf(buf, sizeof buf, "%dm%02ds", t / 60, t % 60);
-  return buf;
-}
-
-std::unique_ptr<Optimizer> make_optimizer(const SentimentTrainOptions& o) {
-  if (o.optimizer == "adagrad") return std::make_unique<Adagrad>(AdagradOptions{.lr = o.lr});
-  if (o.optimizer == "adam") return std::make_unique<Adam>(AdamOptions{.lr = o.lr});
-  if (o.optimizer == "sgd") return std::make_unique<Sgd>(SgdOptions{.lr = o.lr});
-  SYLVA_THROW("[tree_lstm] unknown optimizer '", o.optimizer, "' (adagrad, adam or sgd)");
-}
 
 std::vector<GraphBatch> batches_of(const std::vector<InputGraph>& data, std::span<const size_t> order, int64_t size) {
   std::vector<GraphBatch> out;
@@ -52,7 +40,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   add_tree_lstm_params(ps, cfg);
   ps["E"].lr_scale = o.emb_lr_scale;
   TreeLstmModel model(ps, cfg);
-  Trainer trainer(model.program, ps, model.loss, make_optimizer(o),
+  Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
                   {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads});
   if (log)
     std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d\n",
@@ -80,7 +68,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
         double left = rate > 0 ? static_cast<double>(tb.train.size() - static_cast<size_t>(sentences)) / rate : 0;
         std::fprintf(log, "epoch %ld batch %zu/%zu loss/tree %.4f | %.1f sent/s | epoch ETA %s\n",
                      static_cast<long>(epoch), b + 1, batches.size(), loss_sum / static_cast<double>(sentences), rate,
-                     hms(left).c_str());
+                     format_duration(left).c_str());
         std::fflush(log);
         progress.reset();
       }
@@ -97,7 +85,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
     }
     if (log) {
       std::fprintf(log, "epoch %ld done in %s (%.1f sent/s) | dev root fine %.2f%% binary %.2f%%%s\n",
-                   static_cast<long>(epoch), hms(train_s).c_str(), static_cast<double>(sentences) / train_s,
+                   static_cast<long>(epoch), format_duration(train_s).c_str(), static_cast<double>(sentences) / train_s,
                    100 * dev.fine(), 100 * dev.binary(), best ? " (best so far)" : "");
       std::fflush(log);
     }

@@ -20,7 +20,7 @@ using namespace sylva::examples;
 int main(int argc, char** argv) {
   TreeFcConfig cfg;
   int32_t leaves = 256;
-  int64_t batch = 64, steps = 20, trees = 1024, warmup = 1;
+  int64_t batch = 64, steps = 20, epochs = 0, trees = 1024, warmup = 1;
   int threads = 1;
   uint64_t seed = 1;
   std::string policy = "bfs", optimizer = "adam";
@@ -33,7 +33,9 @@ int main(int argc, char** argv) {
   app.add_option("--classes", cfg.classes, "Classes of the root classifier")->capture_default_str();
   app.add_option("--vocab", cfg.vocab, "Leaf word ids are uniform in [0, vocab)")->capture_default_str();
   app.add_option("--batch", batch, "Trees per training step")->capture_default_str();
-  app.add_option("--steps", steps, "Training steps")->capture_default_str();
+  auto* steps_opt = app.add_option("--steps", steps, "Training steps")->capture_default_str();
+  app.add_option("--epochs", epochs, "Passes over the --trees trees (sets --steps to epochs * trees / batch)")
+      ->excludes(steps_opt);
   app.add_option("--trees", trees, "Generated training trees, cycled through in shuffled order")
       ->capture_default_str();
   app.add_option("--warmup", warmup, "Steps left out of the throughput summary")->capture_default_str();
@@ -48,6 +50,8 @@ int main(int argc, char** argv) {
   try {
     SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",
                 leaves);
+    SYLVA_CHECK(epochs >= 0, "[tree_fc] --epochs must be >= 0, got ", epochs);
+    if (epochs > 0 && batch >= 1) steps = std::max<int64_t>(1, epochs * trees / batch);
     SYLVA_CHECK(batch >= 1 && steps >= 1, "[tree_fc] --batch and --steps must be >= 1, got ", batch, " and ",
                 steps);
     SYLVA_CHECK(trees >= batch, "[tree_fc] --trees (", trees, ") must be at least --batch (", batch, ")");

@@ -50,6 +50,14 @@ TEST_F(PtbReader, AppendsEosAndKeepsEmptyLinesAsSentences) {
   EXPECT_EQ(count_tokens(s), 9);
 }
 
+TEST_F(PtbReader, EmptyFileAndMissingFinalNewline) {
+  Vocabulary v;
+  EXPECT_TRUE(read_ptb(write("empty.txt", ""), v, true).empty());
+  std::vector<Sentence> s = read_ptb(write("nl.txt", "a b\nc"), v, true);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(tokens_of(s[1], v), (Words{"c", "<eos>"}));
+}
+
 TEST_F(PtbReader, KeepsNonAsciiBytesInsideTokens) {
   Vocabulary v;
   std::vector<Sentence> s = read_ptb(write("u.txt", "caf\xc3\xa9 na\xc3\xafve\xc2\xa0x\n"), v, true);

@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   std::string policy = "bfs", optimizer = "adam";
   double lr = 1e-3, progress_seconds = 5.0;
-  bool float64 = false;
+  bool float64 = false, profile = false;
   CLI::App app{"Tree-FC training throughput (the Cavs synthetic tree workload) with Sylva"};
   app.add_option("--leaves", leaves, "Leaves per complete binary tree (a power of two, e.g. 32...1024)")
       ->capture_default_str();
@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "Random seed (data and parameters)")->capture_default_str();
   app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
+  app.add_flag("--profile", profile, "Print where the time of the timed steps goes");
   CLI11_PARSE(app, argc, argv);
   try {
     SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",
@@ -83,6 +84,7 @@ int main(int argc, char** argv) {
     RunningMean loss;  // per tree, since the last progress line
     double window_seconds = 0.0, window_trees = 0.0, window_vertices = 0.0, timed_seconds = 0.0;
     Timer total, since_progress;
+    Profiler profiler;
     for (int64_t step = 1; step <= steps; ++step) {
       if (cursor + static_cast<size_t>(batch) > order.size()) {
         std::shuffle(order.begin(), order.end(), rng);
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
       }
       std::vector<const InputGraph*> samples;
       for (int64_t i = 0; i < batch; ++i) samples.push_back(&data[order[cursor++]]);
+      if (profile && step == warmup + 1) trainer.executor().set_observer(profiler.observer());
       // The timed region is everything a training loop does per minibatch:
       // joining the graphs, scheduling, forward, backward, the update.
       Timer t;
@@ -104,6 +107,7 @@ int main(int argc, char** argv) {
         vertex_rates.values.push_back(r.vertices / s);
         tree_rates.values.push_back(r.samples / s);
         timed_seconds += s;
+        profiler.add_wall_time(s);
       }
       if (since_progress.seconds() >= progress_seconds || step == steps) {
         const double per_step = total.seconds() / static_cast<double>(step);
@@ -123,6 +127,7 @@ int main(int argc, char** argv) {
                 float64 ? "f64" : "f32", vertex_rates.median(), vertex_rates.min(), vertex_rates.max(),
                 vertex_rates.values.size(), static_cast<long>(warmup), tree_rates.median(), timed_seconds,
                 format_duration(total.seconds()).c_str());
+    if (profile) std::printf("profile of the %zu timed steps:\n%s", vertex_rates.values.size(), profiler.report().c_str());
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

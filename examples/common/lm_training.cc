@@ -69,8 +69,13 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   LmTrainResult result;
   Timer total;
   double train_seconds = 0;
+  Profiler profiler;
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
     const double lr = lm_learning_rate(o, epoch);
+    if (o.profile) {
+      profiler.reset();
+      trainer.executor().set_observer(profiler.observer());
+    }
     trainer.optimizer().set_learning_rate(lr);
     std::shuffle(order.begin(), order.end(), rng);
     Timer timer, progress;
@@ -96,6 +101,7 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
         progress.reset();
       }
     }
+    trainer.executor().set_observer({});  // evaluation is not profiled
     LmEpoch e;
     e.epoch = epoch;
     e.lr = lr;
@@ -104,6 +110,11 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
     e.words_per_second = static_cast<double>(tokens) / e.seconds;
     e.train_ppl = std::exp(loss / static_cast<double>(tokens));
     e.valid_ppl = perplexity(trainer, data.valid, o.eval_batch);
+    if (o.profile && log) {
+      profiler.add_wall_time(e.seconds);
+      std::fprintf(log, "[%s] profile of epoch %ld (training steps only):\n%s", o.name.c_str(),
+                   static_cast<long>(epoch), profiler.report().c_str());
+    }
     result.epochs.push_back(e);
     if (!o.checkpoint.empty())
       save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}, {"valid_ppl", std::to_string(e.valid_ppl)}});

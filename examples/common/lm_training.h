@@ -34,6 +34,7 @@ struct LmTrainOptions {
   uint64_t seed = 1;
   std::string checkpoint;  // written (atomically) after every epoch if set
   double progress_seconds = 10.0;
+  bool profile = false;  // print where the training time went after every epoch (sylva::Profiler)
   std::string name = "lm";  // prefixes log lines
 };
 

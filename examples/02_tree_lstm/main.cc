@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint", o.checkpoint, "Write the best-dev parameters here (safetensors)");
   app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
+  app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
   CLI11_PARSE(app, argc, argv);
   try {
     o.policy = parse_policy(policy);

@@ -53,7 +53,12 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   std::iota(order.begin(), order.end(), 0);
   SentimentTrainResult result;
   Timer total;
+  Profiler profiler;
   for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+    if (o.profile) {
+      profiler.reset();
+      trainer.executor().set_observer(profiler.observer());
+    }
     std::shuffle(order.begin(), order.end(), rng);
     std::vector<GraphBatch> batches = batches_of(tb.train, order, o.batch);
     Timer timer, progress;
@@ -74,6 +79,12 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
       }
     }
     double train_s = timer.seconds();
+    trainer.executor().set_observer({});  // evaluation is not profiled
+    if (o.profile && log) {
+      profiler.add_wall_time(train_s);
+      std::fprintf(log, "profile of epoch %ld (training steps only):\n%s", static_cast<long>(epoch),
+                   profiler.report().c_str());
+    }
     RootAccuracy dev = evaluate(trainer, model, tb.dev);
     RootAccuracy test = evaluate(trainer, model, tb.test);
     bool best = result.best_epoch == 0 || dev.fine() > result.best_dev.fine();

@@ -26,6 +26,7 @@ struct SentimentTrainOptions {
   uint64_t seed = 1;
   std::string checkpoint;        // written at every new best dev epoch if set
   double progress_seconds = 5.0;
+  bool profile = false;  // print where the training time went after every epoch
 };
 
 struct SentimentTrainResult {

@@ -48,23 +48,14 @@ TEST_P(LstmLmInvariance, BfsEqualsSerialInLossAndEveryGradient) {
   LstmLm m(ps, cfg);
   std::vector<InputGraph> chains = random_chains(17, 25, 12, 7);
   GraphBatch b = GraphBatch::of(chains);
-  std::vector<std::vector<Tensor>> grads;
-  std::vector<double> losses;
-  for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {
-    Executor ex(m.program, ps, {.policy = policy, .seed = 5});
-    ex.forward(b, Mode::train);
-    losses.push_back(ex.scalar(m.loss));
-    ps.zero_grad();
-    ex.backward(m.loss);
-    grads.emplace_back();
-    for (Parameter* p : ps.all()) grads.back().push_back(p->grad.clone());
-  }
-  EXPECT_GT(losses[0], 0.0);
-  EXPECT_NEAR(losses[0], losses[1], 1e-10 * std::abs(losses[0]));
+  const test::LossAndGrads serial = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Serial, 5);
+  const test::LossAndGrads bfs = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Bfs, 5);
+  EXPECT_GT(serial.loss, 0.0);
+  EXPECT_NEAR(serial.loss, bfs.loss, 1e-10 * std::abs(serial.loss));
   const std::vector<Parameter*> params = ps.all();
   ASSERT_EQ(params.size(), static_cast<size_t>(3 + 3 * GetParam()));
   for (size_t k = 0; k < params.size(); ++k)
-    EXPECT_LE(test::relative_error(grads[0][k], grads[1][k]), 1e-10) << params[k]->name;
+    EXPECT_LE(test::relative_error(serial.grads[k], bfs.grads[k]), 1e-10) << params[k]->name;
 }
 
 INSTANTIATE_TEST_SUITE_P(Layers, LstmLmInvariance, ::testing::Values(2, 3));

@@ -108,25 +108,17 @@ TEST(TreeFc, BfsEqualsSerial) {
   std::vector<InputGraph> more = tree_fc_samples(rng, 3, 4, cfg);  // mixed depths in one batch
   trees.insert(trees.end(), more.begin(), more.end());
   GraphBatch b = GraphBatch::of(trees);
-  std::vector<std::vector<Tensor>> grads;
-  std::vector<double> losses;
-  for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {
-    Executor ex(m.program, ps, {.policy = policy});
-    ex.forward(b, Mode::train);
-    losses.push_back(ex.scalar(m.loss));
-    ps.zero_grad();
-    ex.backward(m.loss);
-    grads.emplace_back();
-    for (Parameter* p : ps.all()) grads.back().push_back(p->grad.clone());
-  }
-  EXPECT_GT(losses[0], 0.0);
-  EXPECT_NEAR(losses[0], losses[1], 1e-10 * std::abs(losses[0]));
+  const test::LossAndGrads serial = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Serial);
+  const test::LossAndGrads bfs = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Bfs);
+  EXPECT_GT(serial.loss, 0.0);
+  EXPECT_NEAR(serial.loss, bfs.loss, 1e-10 * std::abs(serial.loss));
   const std::vector<Parameter*> params = ps.all();
-  for (size_t k = 0; k < grads[0].size(); ++k) {
+  ASSERT_EQ(serial.grads.size(), params.size());
+  for (size_t k = 0; k < params.size(); ++k) {
     double norm = 0;
-    for (int64_t i = 0; i < grads[0][k].numel(); ++i) norm += std::abs(grads[0][k].at(i));
+    for (int64_t i = 0; i < serial.grads[k].numel(); ++i) norm += std::abs(serial.grads[k].at(i));
     EXPECT_GT(norm, 0.0) << params[k]->name << " gets no gradient";
-    EXPECT_LE(test::relative_error(grads[0][k], grads[1][k]), 1e-10) << params[k]->name;
+    EXPECT_LE(test::relative_error(serial.grads[k], bfs.grads[k]), 1e-10) << params[k]->name;
   }
 }
 

@@ -45,19 +45,12 @@ TEST(TreeLstm, BfsEqualsSerialWithDropout) {
   ParameterSet& ps = s.ps;
   TreeLstmModel& m = s.m;
   const GraphBatch& b = s.b;
-  std::vector<std::vector<Tensor>> grads;
-  std::vector<double> losses;
-  for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {
-    Executor ex(m.program, ps, {.policy = policy, .seed = 9});
-    ex.forward(b, Mode::train);
-    losses.push_back(ex.scalar(m.loss));
-    ps.zero_grad();
-    ex.backward(m.loss);
-    grads.emplace_back();
-    for (Parameter* p : ps.all()) grads.back().push_back(p->grad.clone());
-  }
-  EXPECT_NEAR(losses[0], losses[1], 1e-10 * std::abs(losses[0]));
-  for (size_t k = 0; k < grads[0].size(); ++k) EXPECT_LE(test::relative_error(grads[0][k], grads[1][k]), 1e-10);
+  const test::LossAndGrads serial = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Serial, 9);
+  const test::LossAndGrads bfs = test::loss_and_grads(m.program, ps, b, m.loss, BatchingPolicy::Bfs, 9);
+  EXPECT_NEAR(serial.loss, bfs.loss, 1e-10 * std::abs(serial.loss));
+  ASSERT_EQ(serial.grads.size(), bfs.grads.size());
+  for (size_t k = 0; k < serial.grads.size(); ++k)
+    EXPECT_LE(test::relative_error(serial.grads[k], bfs.grads[k]), 1e-10);
 }
 
 TEST(TreeLstm, LearnsTheSyntheticTreebank) {

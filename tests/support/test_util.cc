@@ -26,6 +26,18 @@ double relative_error(const Tensor& a, const Tensor& b) {
   return diff / scale;
 }
 
+LossAndGrads loss_and_grads(const Program& program, ParameterSet& ps, const GraphBatch& batch, Symbol loss,
+                            BatchingPolicy policy, uint64_t seed) {
+  Executor ex(program, ps, {.policy = policy, .seed = seed});
+  ex.forward(batch, Mode::train);
+  LossAndGrads out;
+  out.loss = ex.scalar(loss);
+  ps.zero_grad();
+  ex.backward(loss);
+  for (Parameter* p : ps.all()) out.grads.push_back(p->grad.clone());
+  return out;
+}
+
 double finite_difference_error(Executor& ex, const GraphBatch& batch, Symbol loss, Parameter& p, int64_t samples) {
   Tensor& w = p.value;
   double scale = 1e-8, worst = 0;

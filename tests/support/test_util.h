@@ -11,6 +11,8 @@
 
 #include "sylva/core/error.h"
 #include "sylva/core/tensor.h"
+#include "sylva/frontend/parameter_set.h"
+#include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
 #include "sylva/runtime/generators.h"
 #include "sylva/runtime/input_graph.h"
@@ -40,6 +42,16 @@ using sylva::random_tree;
 /// Attaches "x" (ids into a table of `vocab` rows, -1 sometimes) and
 /// "labels" (in [0, classes), -1 sometimes) to every vertex.
 void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes);
+
+/// The loss and a copy of every parameter's gradient (in ps.all() order)
+/// after forward(train) and backward over `batch` under `policy`, for
+/// comparing batching policies.
+struct LossAndGrads {
+  double loss = 0.0;
+  std::vector<Tensor> grads;
+};
+LossAndGrads loss_and_grads(const Program& program, ParameterSet& ps, const GraphBatch& batch, Symbol loss,
+                            BatchingPolicy policy, uint64_t seed = 0);
 
 /// max |a - b| / max(max |a|, max |b|, tiny): relative error of whole tensors.
 double relative_error(const Tensor& a, const Tensor& b);

@@ -65,11 +65,19 @@ void Profiler::record(const OpEvent& e) {
     return;
   }
   if (e.task >= 0) body_seconds_ += s;
-  for (Stat* st : {&categories_[static_cast<size_t>(op_category(e.node.op))], &ops_[std::string(ir::op_name(e.node.op))]}) {
+  Stat& by_category = categories_[static_cast<size_t>(op_category(e.node.op))];
+  for (Stat* st : {&by_category, &ops_[static_cast<size_t>(e.node.op)]}) {
     ++st->calls;
     st->rows += e.rows;
     st->seconds += s;
   }
+}
+
+std::map<std::string, Profiler::Stat> Profiler::ops() const {
+  std::map<std::string, Stat> out;
+  for (size_t k = 0; k < ops_.size(); ++k)
+    if (ops_[k].calls > 0) out.emplace(std::string(ir::op_name(static_cast<OpKind>(k))), ops_[k]);
+  return out;
 }
 
 void Profiler::reset() { *this = Profiler(); }
@@ -102,7 +110,8 @@ std::string Profiler::report(int top_ops) const {
   if (wall_ > 0) row("outside ops (optimiser)", outside_seconds(), 0);
   std::snprintf(line, sizeof line, "  %-26s %10.3f s\n", wall_ > 0 ? "wall" : "observed", total);
   out += line;
-  std::vector<std::pair<std::string, Stat>> ops(ops_.begin(), ops_.end());
+  const std::map<std::string, Stat> by_name = this->ops();
+  std::vector<std::pair<std::string, Stat>> ops(by_name.begin(), by_name.end());
   std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   if (top_ops > 0 && !ops.empty()) out += "  top ops:\n";
   for (size_t i = 0; i < ops.size() && i < static_cast<size_t>(std::max(top_ops, 0)); ++i) {

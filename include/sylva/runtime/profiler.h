@@ -61,8 +61,8 @@ class Profiler {
   void reset();
 
   const Stat& category(OpCategory c) const { return categories_[static_cast<size_t>(c)]; }
-  /// Per op name ("matmul", "gather", ...), across all graphs.
-  const std::map<std::string, Stat>& ops() const { return ops_; }
+  /// Per op name ("matmul", "gather", ...), across all graphs; ops never seen are left out.
+  std::map<std::string, Stat> ops() const;
   /// Time in apply/∂apply not spent in the ops of F and ∂F.
   double task_loop_seconds() const;
   /// Time of every op, categories only (containers not double-counted).
@@ -79,7 +79,7 @@ class Profiler {
 
  private:
   std::array<Stat, static_cast<size_t>(OpCategory::count_)> categories_{};
-  std::map<std::string, Stat> ops_;
+  std::array<Stat, static_cast<size_t>(ir::OpKind::Count_)> ops_{};  // by OpKind: no allocation per event
   double apply_seconds_ = 0.0;  // Apply and ApplyGrad events (containers)
   double body_seconds_ = 0.0;   // ops inside F and ∂F (task >= 0)
   double wall_ = 0.0;

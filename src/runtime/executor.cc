@@ -61,7 +61,9 @@ struct Executor::Impl {
     sync();
     batch = &b;
     batch_rows = b.num_vertices();
+    const auto t0 = std::chrono::steady_clock::now();
     schedule = Schedule::build(b, options.policy);
+    preprocess = std::chrono::steady_clock::now() - t0;
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
     const ir::Graph& g = program.graph();
@@ -76,7 +78,9 @@ struct Executor::Impl {
         }
         case OpKind::Apply: {
           VertexRunner& r = *runners[n.id];
+          const auto t1 = std::chrono::steady_clock::now();
           r.prepare(b, schedule);
+          preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
           r.forward(pull, out_slot(values, n), ctx, observer ? &observer : nullptr);
           break;
@@ -227,6 +231,7 @@ struct Executor::Impl {
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
   Schedule schedule;
+  std::chrono::steady_clock::duration preprocess{0};  // schedule + index tables of the last forward
   uint64_t step = 0;
   bool forwarded = false;
   Observer observer;
@@ -265,6 +270,10 @@ void Executor::backward(Symbol loss, double seed) {
   SYLVA_CHECK(static_cast<size_t>(loss.id()) < impl_->values.size(),
               "[executor] the loss was added to the program after the last forward(); run forward() again");
   impl_->backward(loss.id(), seed);
+}
+
+double Executor::preprocess_seconds() const {
+  return std::chrono::duration<double>(impl_->preprocess).count();
 }
 
 const Schedule& Executor::schedule() const { return impl_->schedule; }

@@ -65,6 +65,10 @@ class Executor {
   void backward(Symbol loss, double seed = 1.0);
 
   const Schedule& schedule() const;
+  /// Seconds the last forward() spent preparing the batch: building the
+  /// schedule and the gather index tables of every apply (for benchmarks
+  /// that separate preprocessing from computation).
+  double preprocess_seconds() const;
   /// Parameters whose gradient from the last backward() came only from
   /// lookup (embedding tables), with the rows it touched. Their lookup
   /// gradient is added row by row instead of as a dense [n, d] matrix.

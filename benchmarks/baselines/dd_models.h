@@ -1,0 +1,41 @@
+// The workloads written the way a DyNet user writes them: per sample,
+// recursion over the graph from the leaves, declaring one expression per op
+// per vertex, and skipping terms that are zero (no child terms at a leaf, no
+// word term at an internal vertex). Same parameters and math as Sylva's
+// example models (examples/common), so losses and gradients agree.
+#pragma once
+
+#include "dynamic_decl.h"
+#include "strategy.h"
+
+namespace sylva::bench::dd {
+
+/// Declares `sample`'s expressions (cells and losses) into `g`. With
+/// `dense`, every vertex declares the full cell as Sylva's F computes it
+/// (word term with a zero row where there is no word, child terms with zero
+/// rows for absent children): the same arithmetic as Sylva, for separating
+/// the cost of the execution strategy from the work a DyNet user skips.
+class ModelDeclarer {
+ public:
+  ModelDeclarer(const ModelConfig& cfg, ParameterSet& ps, bool dense = false);
+  void declare(Graph& g, const InputGraph& sample);
+
+ private:
+  void tree_lstm(Graph& g, const InputGraph& s);
+  void tree_fc(Graph& g, const InputGraph& s);
+  void lstm(Graph& g, const InputGraph& s);
+
+  ModelConfig cfg_;
+  ParameterSet& ps_;
+  bool dense_;
+  std::vector<Parameter*> W_, U_, b_;  // per LSTM layer; [0] for the trees
+  Parameter *E_, *Ws_, *bs_;
+  // Per-sample work arrays.
+  std::vector<int32_t> order_;
+  std::vector<Expr> h_, c_, x_;
+};
+
+/// Vertices of `g` children first (post-order from the roots).
+void children_first(const InputGraph& g, std::vector<int32_t>& order);
+
+}  // namespace sylva::bench::dd

@@ -1,0 +1,652 @@
+#include "dynamic_decl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <unordered_map>
+
+namespace sylva::bench::dd {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+MatView param_view(const Parameter& p) {
+  const Shape& s = p.value.shape();
+  return {const_cast<void*>(p.value.raw()), s.rows(), s.cols(), p.value.dtype()};
+}
+MatView param_grad_view(const Parameter& p) {
+  const Shape& s = p.grad.shape();
+  return {const_cast<void*>(p.grad.raw()), s.rows(), s.cols(), p.grad.dtype()};
+}
+
+}  // namespace
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Lookup: return "lookup";
+    case Op::Constant: return "constant";
+    case Op::MatMul: return "matmul";
+    case Op::Add: return "add";
+    case Op::AddBias: return "add_bias";
+    case Op::Mul: return "mul";
+    case Op::Tanh: return "tanh";
+    case Op::Sigmoid: return "sigmoid";
+    case Op::Relu: return "relu";
+    case Op::Concat: return "concat";
+    case Op::Slice: return "slice";
+    case Op::Xent: return "loss";
+  }
+  return "?";
+}
+
+Graph::Graph(const ParameterSet& params, Backend& backend)
+    : backend_(backend), dtype_(params.dtype()), esize_(dtype_size(params.dtype())) {
+  scratch_.resize(3);
+}
+
+void Graph::clear() {
+  nodes_.clear();
+  args_.clear();
+  ids_.clear();
+  consts_.clear();
+  loss_nodes_ = 0;
+  forwarded_ = false;
+}
+
+void Graph::check_expr(Expr e, const char* op) const {
+  SYLVA_CHECK(e >= 0 && e < size(), "[dynamic_decl] ", op, ": expression ", e, " is not in this graph (", size(),
+              " nodes)");
+  SYLVA_CHECK(nodes_[static_cast<size_t>(e)].op != Op::Xent, "[dynamic_decl] ", op,
+              ": a loss has no value to read");
+}
+
+Expr Graph::push(Node n, std::initializer_list<Expr> args) {
+  return push(n, std::span<const Expr>(args.begin(), args.size()));
+}
+
+Expr Graph::push(Node n, std::span<const Expr> args) {
+  for (Expr a : args) check_expr(a, op_name(n.op));
+  n.args_first = static_cast<int32_t>(args_.size());
+  n.nargs = static_cast<int32_t>(args.size());
+  args_.insert(args_.end(), args.begin(), args.end());
+  nodes_.push_back(n);
+  forwarded_ = false;
+  return static_cast<Expr>(nodes_.size() - 1);
+}
+
+Expr Graph::lookup(Parameter& table, int32_t id) { return lookup(table, std::span<const int32_t>(&id, 1)); }
+
+Expr Graph::lookup(Parameter& table, std::span<const int32_t> ids) {
+  SYLVA_CHECK(table.value.shape().rank() == 2, "[dynamic_decl] lookup: table '", table.name, "' is not a matrix");
+  for (int32_t id : ids)
+    SYLVA_CHECK(id >= -1 && id < table.value.shape().rows(), "[dynamic_decl] lookup: id ", id,
+                " out of range [0, ", table.value.shape().rows(), ") of table '", table.name, "'");
+  Node n{.op = Op::Lookup};
+  n.param = &table;
+  n.ids_first = static_cast<int32_t>(ids_.size());
+  ids_.insert(ids_.end(), ids.begin(), ids.end());
+  n.rows = static_cast<int64_t>(ids.size());
+  n.cols = table.value.shape().cols();
+  return push(n, {});
+}
+
+Expr Graph::constant(int64_t rows, int64_t cols, std::span<const double> values) {
+  SYLVA_CHECK(rows > 0 && cols > 0, "[dynamic_decl] constant: shape [", rows, ", ", cols, "] is empty");
+  SYLVA_CHECK(values.empty() || static_cast<int64_t>(values.size()) == rows * cols, "[dynamic_decl] constant: ",
+              values.size(), " values for shape [", rows, ", ", cols, "]");
+  Node n{.op = Op::Constant};
+  n.rows = rows;
+  n.cols = cols;
+  if (!values.empty()) {
+    n.consts_first = static_cast<int64_t>(consts_.size());
+    consts_.insert(consts_.end(), values.begin(), values.end());
+  }
+  return push(n, {});
+}
+
+Expr Graph::matmul(Expr x, Parameter& w) {
+  check_expr(x, "matmul");
+  const Shape& s = w.value.shape();
+  SYLVA_CHECK(s.rank() == 2 && s.rows() == cols(x), "[dynamic_decl] matmul: x has ", cols(x), " columns but '",
+              w.name, "' is ", s.str());
+  Node n{.op = Op::MatMul};
+  n.param = &w;
+  n.rows = rows(x);
+  n.cols = s.cols();
+  return push(n, {x});
+}
+
+Expr Graph::add(Expr a, Expr b) {
+  check_expr(a, "add");
+  check_expr(b, "add");
+  SYLVA_CHECK(rows(a) == rows(b) && cols(a) == cols(b), "[dynamic_decl] add: [", rows(a), ", ", cols(a), "] + [",
+              rows(b), ", ", cols(b), "]");
+  Node n{.op = Op::Add};
+  n.rows = rows(a);
+  n.cols = cols(a);
+  return push(n, {a, b});
+}
+
+Expr Graph::add_bias(Expr a, Parameter& b) {
+  check_expr(a, "add_bias");
+  SYLVA_CHECK(b.value.shape().rank() == 1 && b.value.shape().cols() == cols(a), "[dynamic_decl] add_bias: '",
+              b.name, "' is ", b.value.shape().str(), " for ", cols(a), " columns");
+  Node n{.op = Op::AddBias};
+  n.param = &b;
+  n.rows = rows(a);
+  n.cols = cols(a);
+  return push(n, {a});
+}
+
+Expr Graph::mul(Expr a, Expr b) {
+  check_expr(a, "mul");
+  check_expr(b, "mul");
+  SYLVA_CHECK(rows(a) == rows(b) && cols(a) == cols(b), "[dynamic_decl] mul: [", rows(a), ", ", cols(a), "] * [",
+              rows(b), ", ", cols(b), "]");
+  Node n{.op = Op::Mul};
+  n.rows = rows(a);
+  n.cols = cols(a);
+  return push(n, {a, b});
+}
+
+Expr Graph::tanh(Expr x) {
+  check_expr(x, "tanh");
+  return push(Node{.op = Op::Tanh, .rows = rows(x), .cols = cols(x)}, {x});
+}
+Expr Graph::sigmoid(Expr x) {
+  check_expr(x, "sigmoid");
+  return push(Node{.op = Op::Sigmoid, .rows = rows(x), .cols = cols(x)}, {x});
+}
+Expr Graph::relu(Expr x) {
+  check_expr(x, "relu");
+  return push(Node{.op = Op::Relu, .rows = rows(x), .cols = cols(x)}, {x});
+}
+
+Expr Graph::concat(std::span<const Expr> xs) {
+  SYLVA_CHECK(!xs.empty(), "[dynamic_decl] concat of nothing");
+  int64_t c = 0;
+  for (Expr x : xs) {
+    check_expr(x, "concat");
+    SYLVA_CHECK(rows(x) == rows(xs[0]), "[dynamic_decl] concat: ", rows(x), " rows vs ", rows(xs[0]));
+    c += cols(x);
+  }
+  return push(Node{.op = Op::Concat, .rows = rows(xs[0]), .cols = c}, xs);
+}
+
+Expr Graph::slice(Expr x, int64_t begin, int64_t end) {
+  check_expr(x, "slice");
+  SYLVA_CHECK(0 <= begin && begin < end && end <= cols(x), "[dynamic_decl] slice [", begin, ", ", end,
+              ") of ", cols(x), " columns");
+  Node n{.op = Op::Slice};
+  n.begin = begin;
+  n.rows = rows(x);
+  n.cols = end - begin;
+  return push(n, {x});
+}
+
+void Graph::loss(Expr logits, std::span<const int32_t> labels) {
+  check_expr(logits, "loss");
+  SYLVA_CHECK(static_cast<int64_t>(labels.size()) == rows(logits), "[dynamic_decl] loss: ", labels.size(),
+              " labels for ", rows(logits), " rows");
+  for (int32_t l : labels)
+    SYLVA_CHECK(l >= -1 && l < cols(logits), "[dynamic_decl] loss: label ", l, " out of range [0, ", cols(logits),
+                ")");
+  Node n{.op = Op::Xent};
+  n.ids_first = static_cast<int32_t>(ids_.size());
+  ids_.insert(ids_.end(), labels.begin(), labels.end());
+  n.rows = rows(logits);
+  n.cols = 0;  // no value
+  push(n, {logits});
+  ++loss_nodes_;
+}
+
+// ---------------------------------------------------------------------------
+// Grouping
+
+uint64_t Graph::signature(const Node& n) const {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  mix(static_cast<uint64_t>(n.op));
+  mix(static_cast<uint64_t>(n.cols));
+  mix(reinterpret_cast<uintptr_t>(n.param));
+  mix(static_cast<uint64_t>(n.begin));
+  mix(static_cast<uint64_t>(n.nargs));
+  for (int k = 0; k < n.nargs; ++k) mix(static_cast<uint64_t>(cols(arg(n, k))));
+  return h;
+}
+
+void Graph::build_groups_unbatched() {
+  order_.resize(nodes_.size());
+  groups_.clear();
+  int32_t gathered = 0;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    order_[i] = static_cast<Expr>(i);
+    groups_.push_back({static_cast<int32_t>(i), 1, nodes_[i].rows, gathered});
+    gathered += nodes_[i].nargs;
+  }
+}
+
+// DyNet's agenda: ready nodes wait grouped by signature; the signature whose
+// ready nodes have the lowest average depth runs next, all of them at once.
+void Graph::build_groups_agenda() {
+  const size_t n = nodes_.size();
+  pending_.assign(n, 0);
+  depth_.assign(n, 0);
+  consumers_first_.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const Node& nd = nodes_[i];
+    pending_[i] = nd.nargs;
+    for (int k = 0; k < nd.nargs; ++k) {
+      Expr a = arg(nd, k);
+      depth_[i] = std::max(depth_[i], depth_[static_cast<size_t>(a)] + 1);
+      ++consumers_first_[static_cast<size_t>(a) + 1];
+    }
+  }
+  for (size_t i = 0; i < n; ++i) consumers_first_[i + 1] += consumers_first_[i];
+  consumers_.resize(static_cast<size_t>(consumers_first_[n]));
+  {
+    std::vector<int32_t> fill(consumers_first_.begin(), consumers_first_.end() - 1);
+    for (size_t i = 0; i < n; ++i)
+      for (int k = 0; k < nodes_[i].nargs; ++k)
+        consumers_[static_cast<size_t>(fill[static_cast<size_t>(arg(nodes_[i], k))]++)] = static_cast<int32_t>(i);
+  }
+  std::unordered_map<uint64_t, int32_t> sig_index;
+  std::vector<int32_t> sig(n);
+  std::vector<std::vector<Expr>> ready;
+  std::vector<int64_t> depth_sum;
+  for (size_t i = 0; i < n; ++i) {
+    auto [it, fresh] = sig_index.try_emplace(signature(nodes_[i]), static_cast<int32_t>(ready.size()));
+    if (fresh) {
+      ready.emplace_back();
+      depth_sum.push_back(0);
+    }
+    sig[i] = it->second;
+  }
+  const auto make_ready = [&](size_t i) {
+    ready[static_cast<size_t>(sig[i])].push_back(static_cast<Expr>(i));
+    depth_sum[static_cast<size_t>(sig[i])] += depth_[i];
+  };
+  for (size_t i = 0; i < n; ++i)
+    if (pending_[i] == 0) make_ready(i);
+
+  order_.clear();
+  groups_.clear();
+  int32_t gathered = 0;
+  for (;;) {
+    int32_t best = -1;
+    double best_depth = std::numeric_limits<double>::infinity();
+    for (size_t s = 0; s < ready.size(); ++s) {
+      if (ready[s].empty()) continue;
+      double avg = static_cast<double>(depth_sum[s]) / static_cast<double>(ready[s].size());
+      if (avg < best_depth) {
+        best_depth = avg;
+        best = static_cast<int32_t>(s);
+      }
+    }
+    if (best < 0) break;
+    std::vector<Expr> batch;
+    batch.swap(ready[static_cast<size_t>(best)]);
+    depth_sum[static_cast<size_t>(best)] = 0;
+    Group g{static_cast<int32_t>(order_.size()), static_cast<int32_t>(batch.size()), 0, gathered};
+    for (Expr e : batch) {
+      order_.push_back(e);
+      g.rows += nodes_[static_cast<size_t>(e)].rows;
+      for (int32_t c = consumers_first_[static_cast<size_t>(e)]; c < consumers_first_[static_cast<size_t>(e) + 1]; ++c) {
+        size_t consumer = static_cast<size_t>(consumers_[static_cast<size_t>(c)]);
+        if (--pending_[consumer] == 0) make_ready(consumer);
+      }
+    }
+    gathered += nodes_[static_cast<size_t>(batch[0])].nargs;
+    groups_.push_back(g);
+  }
+  SYLVA_ASSERT(order_.size() == n, "agenda scheduled ", order_.size(), " of ", n, " nodes");
+}
+
+// ---------------------------------------------------------------------------
+// Execution
+
+MatView Graph::value_view(int64_t offset, int64_t rows, int64_t cols) {
+  return {static_cast<char*>(values_.data()) + offset * static_cast<int64_t>(esize_), rows, cols, dtype_};
+}
+MatView Graph::grad_view(int64_t offset, int64_t rows, int64_t cols) {
+  return {static_cast<char*>(grads_.data()) + offset * static_cast<int64_t>(esize_), rows, cols, dtype_};
+}
+
+MatView Graph::scratch(int which, int64_t rows, int64_t cols) {
+  Buffer& b = scratch_[static_cast<size_t>(which)];
+  b.reserve(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * esize_);
+  return {b.data(), rows, cols, dtype_};
+}
+
+void Graph::kernel(ir::OpKind op, std::span<const MatView> in, MatView out, KernelOptions o) {
+  knode_.op = op;
+  knode_.attrs.begin = o.begin;
+  knode_.attrs.end = o.begin + out.cols;
+  knode_.attrs.trans_a = o.trans_a;
+  knode_.attrs.trans_b = o.trans_b;
+  const ExecContext ctx;
+  backend_.run({knode_, in, out, ctx, o.accumulate});
+  ++stats_.kernels;
+}
+
+MatView Graph::input_block(const Group& g, int k) {
+  const Node& first = nodes_[static_cast<size_t>(order_[static_cast<size_t>(g.first)])];
+  const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
+  int64_t off = gathered_offsets_[static_cast<size_t>(g.gathered_first + k)];
+  if (off < 0) return value_view(a0.offset, g.rows, a0.cols);
+  return {static_cast<char*>(gathered_.data()) + off * static_cast<int64_t>(esize_), g.rows, a0.cols, dtype_};
+}
+
+double Graph::forward(bool autobatch, bool training, bool time_movement) {
+  stats_ = {};
+  auto t0 = Clock::now();
+  if (autobatch) build_groups_agenda();
+  else build_groups_unbatched();
+  // Sizes: every value, and (an upper bound) every gathered input block.
+  value_elems_ = 0;
+  int64_t gathered_bound = 0;
+  for (const Node& n : nodes_) {
+    value_elems_ += n.rows * n.cols;
+    for (int k = 0; k < n.nargs; ++k) gathered_bound += rows(arg(n, k)) * cols(arg(n, k));
+  }
+  values_.reserve(static_cast<size_t>(std::max<int64_t>(value_elems_, 1)) * esize_);
+  gathered_.reserve(static_cast<size_t>(std::max<int64_t>(gathered_bound, 1)) * esize_);
+  int64_t max_args = 0;
+  for (const Group& g : groups_)
+    max_args = std::max<int64_t>(max_args, g.gathered_first + nodes_[static_cast<size_t>(order_[static_cast<size_t>(g.first)])].nargs);
+  gathered_offsets_.assign(static_cast<size_t>(max_args), -1);
+  stats_.groups = static_cast<int64_t>(groups_.size());
+  stats_.schedule_s = seconds_since(t0);
+
+  auto t1 = Clock::now();
+  value_elems_ = 0;
+  gathered_elems_ = 0;
+  training_ = training;
+  time_movement_ = time_movement;
+  for (const Group& g : groups_) run_group(g);
+  stats_.compute_s = seconds_since(t1);
+  forwarded_ = true;
+  return stats_.loss;
+}
+
+bool Graph::moves_data(Op op) { return op == Op::Lookup || op == Op::Constant || op == Op::Concat || op == Op::Slice; }
+
+void Graph::run_group(const Group& g) {
+  const Clock::time_point start = time_movement_ ? Clock::now() : Clock::time_point{};
+  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
+  Node& first = nodes_[static_cast<size_t>(members[0])];
+  // Outputs: consecutive rows, in group order.
+  const int64_t out_offset = value_elems_;
+  for (Expr e : members) {
+    Node& n = nodes_[static_cast<size_t>(e)];
+    n.offset = value_elems_;
+    value_elems_ += n.rows * n.cols;
+  }
+  const MatView out = value_view(out_offset, g.rows, first.cols);
+
+  // Inputs: in place when consecutive, else copied into a contiguous block.
+  for (int k = 0; k < first.nargs; ++k) {
+    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
+    bool contiguous = true;
+    int64_t expect = a0.offset;
+    for (Expr e : members) {
+      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+      if (a.offset != expect) {
+        contiguous = false;
+        break;
+      }
+      expect += a.rows * a.cols;
+    }
+    int64_t& slot = gathered_offsets_[static_cast<size_t>(g.gathered_first + k)];
+    if (contiguous) {
+      slot = -1;
+      continue;
+    }
+    slot = gathered_elems_;
+    char* dst = static_cast<char*>(gathered_.data()) + gathered_elems_ * static_cast<int64_t>(esize_);
+    for (Expr e : members) {
+      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+      const size_t bytes = static_cast<size_t>(a.rows * a.cols) * esize_;
+      std::memcpy(dst, static_cast<const char*>(values_.data()) + a.offset * static_cast<int64_t>(esize_), bytes);
+      dst += bytes;
+      gathered_elems_ += a.rows * a.cols;
+      stats_.copied_rows += a.rows;
+    }
+  }
+  const double copied = time_movement_ && !moves_data(first.op) ? seconds_since(start) : 0.0;
+
+  const auto ids_view = [&](int64_t rows) {
+    ids_buf_.reserve(static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t));
+    auto* ids = static_cast<int32_t*>(ids_buf_.data());
+    for (Expr e : members) {
+      const Node& n = nodes_[static_cast<size_t>(e)];
+      std::copy_n(ids_.data() + n.ids_first, n.rows, ids);
+      ids += n.rows;
+    }
+    return MatView{ids_buf_.data(), rows, 1, DType::i32};
+  };
+
+  using ir::OpKind;
+  switch (first.op) {
+    case Op::Lookup: {
+      MatView in[2] = {param_view(*first.param), ids_view(g.rows)};
+      kernel(OpKind::Lookup, in, out);
+      break;
+    }
+    case Op::Constant:
+      for (Expr e : members) {
+        const Node& n = nodes_[static_cast<size_t>(e)];
+        MatView v = value_view(n.offset, n.rows, n.cols);
+        if (n.consts_first < 0) {
+          backend_.fill_zero(v);
+          continue;
+        }
+        for (int64_t i = 0; i < n.rows * n.cols; ++i) {
+          const double c = consts_[static_cast<size_t>(n.consts_first + i)];
+          if (dtype_ == DType::f64) v.as<double>()[i] = c;
+          else v.as<float>()[i] = static_cast<float>(c);
+        }
+      }
+      break;
+    case Op::MatMul: {
+      MatView in[2] = {input_block(g, 0), param_view(*first.param)};
+      kernel(OpKind::MatMul, in, out);
+      break;
+    }
+    case Op::AddBias: {
+      MatView b = param_view(*first.param);
+      MatView in[2] = {input_block(g, 0), {b.data, 1, b.numel(), b.dtype}};
+      kernel(OpKind::Add, in, out);
+      break;
+    }
+    case Op::Add: case Op::Mul: {
+      MatView in[2] = {input_block(g, 0), input_block(g, 1)};
+      kernel(first.op == Op::Add ? OpKind::Add : OpKind::Mul, in, out);
+      break;
+    }
+    case Op::Tanh: case Op::Sigmoid: case Op::Relu: {
+      MatView in[1] = {input_block(g, 0)};
+      kernel(first.op == Op::Tanh ? OpKind::Tanh : first.op == Op::Sigmoid ? OpKind::Sigmoid : OpKind::Relu, in, out);
+      break;
+    }
+    case Op::Concat: {
+      std::vector<MatView> in;
+      for (int k = 0; k < first.nargs; ++k) in.push_back(input_block(g, k));
+      kernel(OpKind::Concat, in, out);
+      break;
+    }
+    case Op::Slice: {
+      MatView in[1] = {input_block(g, 0)};
+      kernel(OpKind::Slice, in, out, {.begin = first.begin});
+      break;
+    }
+    case Op::Xent: {
+      MatView in[2] = {input_block(g, 0), ids_view(g.rows)};
+      MatView l = scratch(0, 1, 1);
+      kernel(OpKind::SoftmaxCrossEntropy, in, l);
+      stats_.loss += dtype_ == DType::f64 ? l.as<double>()[0] : static_cast<double>(l.as<float>()[0]);
+      break;
+    }
+  }
+  if (time_movement_) stats_.movement_s += moves_data(first.op) ? seconds_since(start) : copied;
+}
+
+void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
+  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
+  const Node& first = nodes_[static_cast<size_t>(members[0])];
+  if (in_place) {
+    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
+    backend_.accumulate(d, grad_view(a0.offset, g.rows, a0.cols));
+    return;
+  }
+  // Scattered back row block by row block: data movement.
+  const Clock::time_point start = time_movement_ && !moves_data(first.op) ? Clock::now() : Clock::time_point{};
+  int64_t row = 0;
+  for (Expr e : members) {
+    const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+    backend_.accumulate(d.block(row, a.rows), grad_view(a.offset, a.rows, a.cols));
+    row += a.rows;
+  }
+  if (time_movement_ && !moves_data(first.op)) stats_.movement_s += seconds_since(start);
+}
+
+void Graph::backward() {
+  SYLVA_CHECK(forwarded_, "[dynamic_decl] backward() needs a forward() of the current graph");
+  SYLVA_CHECK(training_, "[dynamic_decl] backward() after a forward() without training=true");
+  auto t0 = Clock::now();
+  grads_.reserve(static_cast<size_t>(std::max<int64_t>(value_elems_, 1)) * esize_);
+  backend_.fill_zero({grads_.data(), value_elems_, 1, dtype_});
+  touched_.clear();
+  for (size_t i = groups_.size(); i-- > 0;) backward_group(groups_[i]);
+  for (auto& [name, rows] : touched_) {
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  }
+  stats_.compute_s += seconds_since(t0);
+}
+
+void Graph::backward_group(const Group& g) {
+  using ir::OpKind;
+  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
+  const Node& first = nodes_[static_cast<size_t>(members[0])];
+  const Clock::time_point start = time_movement_ && moves_data(first.op) ? Clock::now() : Clock::time_point{};
+  const MatView dy = grad_view(first.offset, g.rows, first.cols);
+  const MatView y = value_view(first.offset, g.rows, first.cols);
+  const auto in_place = [&](int k) { return gathered_offsets_[static_cast<size_t>(g.gathered_first + k)] < 0; };
+  const auto grad_into = [&](int k, OpKind op, std::span<const MatView> in, KernelOptions opts = {}) {
+    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
+    MatView d = scratch(1, g.rows, a0.cols);
+    kernel(op, in, d, opts);
+    add_input_grad(g, k, d, in_place(k));
+  };
+  const auto ids_view = [&]() {
+    ids_buf_.reserve(static_cast<size_t>(std::max<int64_t>(g.rows, 1)) * sizeof(int32_t));
+    auto* ids = static_cast<int32_t*>(ids_buf_.data());
+    for (Expr e : members) {
+      const Node& n = nodes_[static_cast<size_t>(e)];
+      std::copy_n(ids_.data() + n.ids_first, n.rows, ids);
+      ids += n.rows;
+    }
+    return MatView{ids_buf_.data(), g.rows, 1, DType::i32};
+  };
+
+  switch (first.op) {
+    case Op::Constant: break;
+    case Op::Lookup: {
+      Parameter& table = *first.param;
+      MatView ids = ids_view();
+      std::span<const int32_t> rows(static_cast<const int32_t*>(ids.data), static_cast<size_t>(g.rows));
+      backend_.add_rows(dy, {}, param_grad_view(table), rows);
+      auto& touched = touched_[table.name];
+      for (int32_t r : rows)
+        if (r >= 0) touched.push_back(r);
+      break;
+    }
+    case Op::MatMul: {
+      Parameter& w = *first.param;
+      MatView x = input_block(g, 0);
+      MatView wv = param_view(w);
+      MatView dx_in[2] = {dy, wv};
+      if (in_place(0)) {  // dX += dY·Wᵀ straight into the input's gradient
+        const Node& a0 = nodes_[static_cast<size_t>(arg(first, 0))];
+        kernel(OpKind::MatMul, dx_in, grad_view(a0.offset, g.rows, a0.cols), {.trans_b = true, .accumulate = true});
+      } else {
+        grad_into(0, OpKind::MatMul, dx_in, {.trans_b = true});
+      }
+      MatView dw_in[2] = {x, dy};  // dW += Xᵀ·dY
+      kernel(OpKind::MatMul, dw_in, param_grad_view(w), {.trans_a = true, .accumulate = true});
+      break;
+    }
+    case Op::AddBias: {
+      add_input_grad(g, 0, dy, in_place(0));
+      Parameter& b = *first.param;
+      MatView s = scratch(2, 1, first.cols);
+      MatView in[1] = {dy};
+      kernel(OpKind::SumRows, in, s);
+      backend_.accumulate(s, param_grad_view(b));
+      break;
+    }
+    case Op::Add:
+      add_input_grad(g, 0, dy, in_place(0));
+      add_input_grad(g, 1, dy, in_place(1));
+      break;
+    case Op::Mul: {
+      MatView a = input_block(g, 0), b = input_block(g, 1);
+      MatView in0[2] = {dy, b};
+      grad_into(0, OpKind::Mul, in0);
+      MatView in1[2] = {dy, a};
+      grad_into(1, OpKind::Mul, in1);
+      break;
+    }
+    case Op::Tanh: case Op::Sigmoid: {
+      MatView in[2] = {y, dy};
+      grad_into(0, first.op == Op::Tanh ? OpKind::TanhGrad : OpKind::SigmoidGrad, in);
+      break;
+    }
+    case Op::Relu: {
+      MatView in[2] = {input_block(g, 0), dy};
+      grad_into(0, OpKind::ReluGrad, in);
+      break;
+    }
+    case Op::Concat: {
+      int64_t col = 0;
+      for (int k = 0; k < first.nargs; ++k) {
+        MatView in[1] = {dy};
+        grad_into(k, OpKind::Slice, in, {.begin = col});
+        col += cols(arg(first, k));
+      }
+      break;
+    }
+    case Op::Slice: {
+      // d(input)[:, begin:end] += dy, row by row into each input's gradient.
+      int64_t row = 0;
+      for (Expr e : members) {
+        const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], 0))];
+        for (int64_t r = 0; r < a.rows; ++r, ++row)
+          backend_.accumulate(dy.block(row, 1), grad_view(a.offset + r * a.cols + first.begin, 1, first.cols));
+      }
+      break;
+    }
+    case Op::Xent: {
+      MatView seed = scratch(2, 1, 1);
+      if (dtype_ == DType::f64) seed.as<double>()[0] = 1.0;
+      else seed.as<float>()[0] = 1.0f;
+      MatView in[3] = {input_block(g, 0), ids_view(), seed};
+      grad_into(0, OpKind::SoftmaxCrossEntropyGrad, in);
+      break;
+    }
+  }
+  if (time_movement_ && moves_data(first.op)) stats_.movement_s += seconds_since(start);
+}
+
+Tensor Graph::value(Expr e) const {
+  SYLVA_CHECK(forwarded_, "[dynamic_decl] value() before forward()");
+  const Node& n = nodes_.at(static_cast<size_t>(e));
+  SYLVA_CHECK(n.op != Op::Xent, "[dynamic_decl] a loss node has no value");
+  Tensor t(Shape{n.rows, n.cols}, dtype_);
+  std::memcpy(t.raw(), static_cast<const char*>(values_.data()) + n.offset * static_cast<int64_t>(esize_), t.nbytes());
+  return t;
+}
+
+}  // namespace sylva::bench::dd

@@ -1,0 +1,138 @@
+// Padded batching for the LSTM language models, the way TensorFlow's
+// dynamic unroll runs them: every minibatch is padded to its longest chain
+// and unrolled time step by time step over [B, ·] blocks (one GEMM per layer
+// per step over all B rows, padding included). Rows past a chain's end get
+// word -1 (a zero input row), label -1 (no loss) and a 0/1 mask that zeroes
+// their state, so the real tokens see exactly Sylva's computation.
+#include <string>
+
+#include "dynamic_decl.h"
+#include "strategies_internal.h"
+
+namespace sylva::bench {
+namespace {
+
+class PaddedStrategy final : public Strategy {
+ public:
+  PaddedStrategy(const ModelConfig& cfg, ParameterSet& ps, const StrategyOptions& o)
+      : cfg_(cfg), ps_(ps), backend_(backend_for(Device::cpu())), graph_(ps, backend_), measure_(o.measure_movement) {
+    SYLVA_CHECK(cfg.workload == Workload::var_lstm || cfg.workload == Workload::fixed_lstm,
+                "[bench] the padded strategy runs the LSTM workloads only, not ", workload_name(cfg.workload));
+    backend_.set_threads(o.threads);
+    E_ = &ps["E"];
+    Ws_ = &ps["Ws"];
+    bs_ = &ps["bs"];
+    for (int64_t l = 1; l <= cfg.layers; ++l) {
+      W_.push_back(&ps["W" + std::to_string(l)]);
+      U_.push_back(&ps["U" + std::to_string(l)]);
+      b_.push_back(&ps["b" + std::to_string(l)]);
+    }
+  }
+
+  std::string name() const override { return "padded"; }
+
+  StepStats step(std::span<const InputGraph> batch, bool train) override {
+    StepStats s;
+    auto t0 = std::chrono::steady_clock::now();
+    declare(batch);
+    const double declare_s = seconds_since(t0);
+    s.loss = graph_.forward(/*autobatch=*/false, train, measure_);
+    double compute = graph_.stats().compute_s;
+    if (train) {
+      auto t1 = std::chrono::steady_clock::now();
+      ps_.zero_grad(first_ ? nullptr : &touched_);
+      first_ = false;
+      graph_.backward();
+      touched_ = graph_.touched_rows();
+      compute += seconds_since(t1);
+    }
+    s.build_s = declare_s + graph_.stats().schedule_s;
+    s.compute_s = compute;
+    s.movement_s = measure_ ? graph_.stats().movement_s : -1.0;
+    s.kernels = graph_.stats().kernels;
+    return s;
+  }
+
+ private:
+  // Pads the batch to its longest chain and declares the unrolled graph.
+  void declare(std::span<const InputGraph> batch) {
+    graph_.clear();
+    const int64_t B = static_cast<int64_t>(batch.size()), H = cfg_.hidden;
+    int64_t T = 0;
+    for (const InputGraph& c : batch) {
+      for (int32_t v = 0; v < c.num_vertices(); ++v) {
+        auto ch = c.children(v);
+        SYLVA_CHECK((v == 0 && ch.empty()) || (ch.size() == 1 && ch[0] == v - 1), "[padded] ", c.source(),
+                    " vertex ", v, " is not the successor of vertex ", v - 1, "; padding needs chains in vertex order");
+      }
+      T = std::max<int64_t>(T, c.num_vertices());
+    }
+    words_.assign(static_cast<size_t>(B), -1);
+    labels_.assign(static_cast<size_t>(B), -1);
+    std::vector<dd::Expr> x(static_cast<size_t>(T)), h(static_cast<size_t>(T)), c(static_cast<size_t>(T));
+    std::vector<dd::Expr> mask(static_cast<size_t>(T), -1);
+    for (int64_t t = 0; t < T; ++t) {
+      bool padded = false;
+      for (int64_t b = 0; b < B; ++b) {
+        const InputGraph& g = batch[static_cast<size_t>(b)];
+        const bool real = t < g.num_vertices();
+        padded = padded || !real;
+        words_[static_cast<size_t>(b)] = real ? g.ids("words")[static_cast<size_t>(t)] : -1;
+      }
+      x[static_cast<size_t>(t)] = graph_.lookup(*E_, words_);
+      if (padded) {
+        mask_values_.assign(static_cast<size_t>(B * H), 0.0);
+        for (int64_t b = 0; b < B; ++b)
+          if (t < batch[static_cast<size_t>(b)].num_vertices())
+            std::fill_n(mask_values_.begin() + b * H, H, 1.0);
+        mask[static_cast<size_t>(t)] = graph_.constant(B, H, mask_values_);
+      }
+    }
+    for (size_t l = 0; l < W_.size(); ++l) {
+      for (int64_t t = 0; t < T; ++t) {
+        dd::Expr gates = graph_.add_bias(graph_.matmul(x[static_cast<size_t>(t)], *W_[l]), *b_[l]);
+        if (t > 0) gates = graph_.add(gates, graph_.matmul(h[static_cast<size_t>(t - 1)], *U_[l]));
+        const dd::Expr i = graph_.slice(gates, 0, H), f = graph_.slice(gates, H, 2 * H);
+        const dd::Expr o = graph_.slice(gates, 2 * H, 3 * H), u = graph_.slice(gates, 3 * H, 4 * H);
+        dd::Expr cn = graph_.mul(graph_.sigmoid(i), graph_.tanh(u));
+        if (t > 0) cn = graph_.add(graph_.mul(graph_.sigmoid(f), c[static_cast<size_t>(t - 1)]), cn);
+        dd::Expr hn = graph_.mul(graph_.sigmoid(o), graph_.tanh(cn));
+        if (mask[static_cast<size_t>(t)] >= 0) {
+          hn = graph_.mul(hn, mask[static_cast<size_t>(t)]);
+          cn = graph_.mul(cn, mask[static_cast<size_t>(t)]);
+        }
+        h[static_cast<size_t>(t)] = hn;
+        c[static_cast<size_t>(t)] = cn;
+      }
+      x = h;
+    }
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t b = 0; b < B; ++b) {
+        const InputGraph& g = batch[static_cast<size_t>(b)];
+        labels_[static_cast<size_t>(b)] = t < g.num_vertices() ? g.ids("labels")[static_cast<size_t>(t)] : -1;
+      }
+      graph_.loss(graph_.add_bias(graph_.matmul(x[static_cast<size_t>(t)], *Ws_), *bs_), labels_);
+    }
+  }
+
+  ModelConfig cfg_;
+  ParameterSet& ps_;
+  Backend& backend_;
+  dd::Graph graph_;
+  bool measure_;
+  bool first_ = true;
+  RowSparsity touched_;
+  Parameter *E_, *Ws_, *bs_;
+  std::vector<Parameter*> W_, U_, b_;
+  std::vector<int32_t> words_, labels_;
+  std::vector<double> mask_values_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_padded_strategy(const ModelConfig& cfg, ParameterSet& ps,
+                                               const StrategyOptions& options) {
+  return std::make_unique<PaddedStrategy>(cfg, ps, options);
+}
+
+}  // namespace sylva::bench

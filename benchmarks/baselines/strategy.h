@@ -1,0 +1,109 @@
+// The interface every benchmarked execution strategy implements: Sylva
+// itself (Bfs, Serial), the dynamic-declaration engine (unbatched and with
+// agenda autobatching), padded batching, and the optional libtorch models.
+// The benchmark driver (benchmarks/driver/bench_suite.cc) builds one per
+// workload and runs minibatches through it; tests check that every strategy
+// computes Sylva's loss and gradients.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <sylva/sylva.h>
+
+namespace sylva::bench {
+
+/// The workloads of the Cavs evaluation.
+enum class Workload : uint8_t { tree_lstm, var_lstm, fixed_lstm, tree_fc };
+std::string workload_name(Workload w);
+/// "tree-lstm", "var-lstm", "fixed-lstm", "tree-fc"; sylva::Error otherwise.
+Workload parse_workload(const std::string& name);
+
+/// Sizes of one workload's model. Every strategy of a run uses the same
+/// ParameterSet, created by add_params().
+struct ModelConfig {
+  Workload workload = Workload::tree_lstm;
+  int64_t vocab = 0;     // embedding rows
+  int64_t embed = 300;   // word vector size (Tree-LSTM d, LSTM embedding)
+  int64_t hidden = 150;  // h
+  int64_t classes = 5;   // Tree-LSTM / Tree-FC classes (LSTMs predict the vocabulary)
+  int64_t layers = 1;    // LSTM layers
+  DType dtype = DType::f32;
+};
+
+/// Adds the workload's parameters (same names and layouts as the example
+/// models in examples/common) to `ps`.
+void add_params(ParameterSet& ps, const ModelConfig& cfg);
+
+/// What one minibatch cost. Times are seconds of wall clock.
+struct StepStats {
+  double loss = 0.0;         // summed cross-entropy of the minibatch (nats)
+  double build_s = 0.0;      // graph construction / preprocessing (declaring expressions,
+                             // scheduling, padding, autobatch analysis)
+  double compute_s = 0.0;    // running the kernels: forward, and backward when training
+  double movement_s = 0.0;   // the part of compute_s spent moving rows (gathers, scatters,
+                             // copies into contiguous blocks, contiguity checks); -1 unknown
+  int64_t kernels = 0;       // kernel calls issued (batched groups count once); -1 unknown
+};
+
+/// One way of executing a workload. `step` runs a minibatch: the forward
+/// pass, and with `train` the backward pass, leaving d(loss)/d(param) of the
+/// summed loss in the ParameterSet's gradients (zeroed by the strategy
+/// first). It does not update parameters: every strategy's update would be
+/// the same optimiser call, so the benchmark leaves it out.
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+  virtual StepStats step(std::span<const InputGraph> batch, bool train) = 0;
+};
+
+/// Samples of a workload: SST trees (tree-lstm), PTB sentence chains
+/// (var-lstm), 64-token PTB stream chains (fixed-lstm) or complete binary
+/// trees of `leaves` leaves (tree-fc). Per vertex ids "words" (-1 = none)
+/// and "labels" (-1 = no loss).
+struct Samples {
+  std::vector<InputGraph> graphs;
+  int64_t vocab = 0;
+  int64_t classes = 0;
+  std::string unit;         // what throughput counts: "sentences", "words" or "vertices"
+  std::string description;  // e.g. "SST train, 8544 trees"
+};
+
+}  // namespace sylva::bench
+
+namespace sylva::bench {
+
+/// Options of the built-in strategies.
+struct StrategyOptions {
+  int threads = 1;
+  /// Measure movement_s (Sylva: a profiler observer on every op; the
+  /// dynamic-declaration engine: a clock around its copies). Off for
+  /// throughput runs, where the clock reads would cost time themselves.
+  bool measure_movement = false;
+};
+
+/// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",
+/// "dynamic-decl-autobatch-dense" (the same agenda over Sylva's full cell at
+/// every vertex: zero word and child terms included), and "padded" for the
+/// LSTMs (the libtorch strategies live in libtorch/).
+std::vector<std::string> builtin_strategy_names(Workload w);
+/// sylva::Error for an unknown name or one that does not fit the workload.
+std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const ModelConfig& cfg, ParameterSet& ps,
+                                                const StrategyOptions& options);
+
+struct SampleOptions {
+  std::string data_dir;    // "" = find_dataset's search (flag, $SYLVA_DATA, shared/data)
+  int32_t leaves = 256;    // tree-fc
+  int64_t tree_fc_trees = 1024;
+  int32_t stream_length = 64;  // fixed-lstm
+  uint64_t seed = 1;
+};
+/// The training samples of a workload (see Samples); sylva::Error naming
+/// every place looked when a dataset is missing.
+Samples load_samples(Workload w, const SampleOptions& options);
+
+}  // namespace sylva::bench

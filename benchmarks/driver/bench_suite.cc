@@ -1,0 +1,327 @@
+// bench_suite: runs workloads × strategies × batch sizes × hidden sizes
+// (× Tree-FC leaves), repeats each configuration, and reports the median
+// throughput with its spread, the split into graph construction and
+// computation, the time in memory movement, and peak resident memory; as a
+// table on stdout and as CSV / JSON (scripts/plot_benchmarks.py turns the
+// CSV into docs/benchmarks.md's figures and tables).
+//
+//   bench_suite --workload tree-lstm --strategies sylva,dynamic-decl-autobatch
+//               --batch 1,16,64 --hidden 150 --repeats 3 --csv out.csv
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "strategy.h"
+#if SYLVA_HAVE_TORCH
+#include "torch_strategies.h"
+#endif
+
+namespace {
+
+using namespace sylva;
+using namespace sylva::bench;
+
+struct Options {
+  std::string workload = "tree-lstm";
+  std::vector<std::string> strategies;
+  std::vector<int64_t> batches{64};
+  std::vector<int64_t> hiddens;
+  std::vector<int32_t> leaves{256};
+  int64_t embed = 0;  // 0: the workload's default
+  int64_t layers = 1;
+  std::string mode = "train";
+  int repeats = 3;
+  double min_time = 1.0;
+  int warmup = 1;
+  int threads = 1;
+  bool measure_movement = false;
+  bool estimate_epoch = false;
+  std::string sweep = "batch";
+  std::string data;
+  std::string csv, json;
+  int64_t max_samples = 0;
+  int64_t tree_fc_trees = 1024;
+  uint64_t seed = 1;
+  bool float64 = false;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Peak resident memory of the process since the last reset, in MB. Linux
+// resets the high-water mark when "5" is written to /proc/self/clear_refs;
+// where that is not allowed the figure is the peak since the process began.
+bool reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  if (!f) return false;
+  f << "5";
+  f.flush();
+  return static_cast<bool>(f);
+}
+double peak_rss_mb() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;  // kB
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+struct Row {
+  std::string workload, strategy, mode, unit, sweep;
+  int64_t batch = 0, hidden = 0, leaves = 0;
+  int threads = 1, repeats = 0;
+  double samples_per_s = 0, samples_min = 0, samples_max = 0;
+  double units_per_s = 0, units_min = 0, units_max = 0;
+  double build_s = 0, compute_s = 0, movement_s = -1, build_share = 0, movement_share = -1;
+  int64_t kernels = -1;
+  double peak_rss_mb = 0, epoch_s = -1, epoch_compute_s = -1, loss = 0;
+};
+
+const char* kCsvHeader =
+    "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
+    "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep";
+
+std::string csv_line(const Row& r) {
+  std::ostringstream o;
+  o.precision(6);
+  o << r.workload << ',' << r.strategy << ',' << r.mode << ',' << r.batch << ',' << r.hidden << ',' << r.leaves << ','
+    << r.threads << ',' << r.repeats << ',' << r.samples_per_s << ',' << r.samples_min << ',' << r.samples_max << ','
+    << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
+    << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
+    << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep;
+  return o.str();
+}
+
+nlohmann::json to_json(const Row& r) {
+  return {{"workload", r.workload}, {"strategy", r.strategy}, {"mode", r.mode}, {"batch", r.batch},
+          {"hidden", r.hidden}, {"leaves", r.leaves}, {"threads", r.threads}, {"repeats", r.repeats},
+          {"samples_per_s", r.samples_per_s}, {"samples_per_s_min", r.samples_min},
+          {"samples_per_s_max", r.samples_max}, {"units_per_s", r.units_per_s}, {"units_per_s_min", r.units_min},
+          {"units_per_s_max", r.units_max}, {"unit", r.unit}, {"build_s", r.build_s}, {"compute_s", r.compute_s},
+          {"movement_s", r.movement_s}, {"build_share", r.build_share}, {"movement_share", r.movement_share},
+          {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
+          {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}};
+}
+
+std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
+  if (name.rfind("libtorch", 0) == 0) {
+#if SYLVA_HAVE_TORCH
+    return make_torch_strategy(name, cfg, ps, o.threads);
+#else
+    SYLVA_THROW("[bench] strategy '", name, "' needs libtorch: apt-get install libtorch-dev and reconfigure");
+#endif
+  }
+  return make_builtin_strategy(name, cfg, ps, {.threads = o.threads, .measure_movement = o.measure_movement});
+}
+
+std::vector<std::string> available(Workload w) {
+  std::vector<std::string> names = builtin_strategy_names(w);
+#if SYLVA_HAVE_TORCH
+  for (const std::string& t : torch_strategy_names(w)) names.push_back(t);
+#endif
+  return names;
+}
+
+// Runs one (strategy, batch, mode) configuration: warm-up minibatches, then
+// `repeats` timed runs of at least min_time seconds (and one minibatch) each.
+Row measure(Strategy& s, const std::vector<InputGraph>& samples, int64_t batch, bool train, bool per_sample_units,
+            const Options& o, size_t& cursor) {
+  Row r;
+  const auto next_batch = [&]() {
+    if (cursor + static_cast<size_t>(batch) > samples.size()) cursor = 0;
+    std::span<const InputGraph> b(samples.data() + cursor, static_cast<size_t>(batch));
+    cursor += static_cast<size_t>(batch);
+    return b;
+  };
+  const auto units_of = [&](std::span<const InputGraph> b, bool per_sample) {
+    int64_t n = 0;
+    for (const InputGraph& g : b) n += per_sample ? 1 : g.num_vertices();
+    return n;
+  };
+  for (int i = 0; i < o.warmup; ++i) s.step(next_batch(), train);
+  std::vector<double> sample_rates, unit_rates, builds, computes, moves, losses;
+  int64_t kernels = -1;
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    double spent = 0;
+    int64_t n_samples = 0, n_units = 0;
+    do {
+      std::span<const InputGraph> b = next_batch();
+      StepStats st = s.step(b, train);
+      spent += st.build_s + st.compute_s;
+      n_samples += static_cast<int64_t>(b.size());
+      n_units += units_of(b, per_sample_units);
+      builds.push_back(st.build_s);
+      computes.push_back(st.compute_s);
+      moves.push_back(st.movement_s);
+      losses.push_back(st.loss);
+      kernels = st.kernels;
+    } while (spent < o.min_time);
+    sample_rates.push_back(static_cast<double>(n_samples) / spent);
+    unit_rates.push_back(static_cast<double>(n_units) / spent);
+  }
+  r.samples_per_s = median(sample_rates);
+  r.samples_min = *std::min_element(sample_rates.begin(), sample_rates.end());
+  r.samples_max = *std::max_element(sample_rates.begin(), sample_rates.end());
+  r.units_per_s = median(unit_rates);
+  r.units_min = *std::min_element(unit_rates.begin(), unit_rates.end());
+  r.units_max = *std::max_element(unit_rates.begin(), unit_rates.end());
+  r.build_s = median(builds);
+  r.compute_s = median(computes);
+  r.movement_s = median(moves) >= 0 ? median(moves) : -1.0;
+  r.build_share = r.build_s / (r.build_s + r.compute_s);
+  r.movement_share = r.movement_s >= 0 ? r.movement_s / r.compute_s : -1.0;
+  r.kernels = kernels;
+  r.loss = median(losses);
+  r.repeats = o.repeats;
+  return r;
+}
+
+int run(const Options& o) {
+  const Workload w = parse_workload(o.workload);
+  std::vector<std::string> strategies = o.strategies.empty() ? available(w) : o.strategies;
+  std::vector<int64_t> hiddens = o.hiddens;
+  if (hiddens.empty()) hiddens = {w == Workload::tree_lstm ? 150 : w == Workload::tree_fc ? 256 : 200};
+  std::vector<int32_t> leaves = w == Workload::tree_fc ? o.leaves : std::vector<int32_t>{0};
+  std::vector<std::string> modes;
+  if (o.mode == "train" || o.mode == "both") modes.push_back("train");
+  if (o.mode == "infer" || o.mode == "both") modes.push_back("infer");
+  SYLVA_CHECK(!modes.empty(), "[bench] --mode must be train, infer or both, not '", o.mode, "'");
+  backend_for(Device::cpu()).set_threads(o.threads);
+
+  std::ofstream csv;
+  if (!o.csv.empty()) {
+    csv.open(o.csv);
+    SYLVA_CHECK(csv.good(), "[bench] cannot write ", o.csv);
+    csv << kCsvHeader << '\n';
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  const bool can_reset_rss = reset_peak_rss();
+  std::printf("# bench_suite: %s, strategies %zu, threads %d, repeats %d x >= %.2f s, peak RSS %s\n",
+              o.workload.c_str(), strategies.size(), o.threads, o.repeats, o.min_time,
+              can_reset_rss ? "per configuration" : "per process (clear_refs not allowed)");
+  std::printf("%-11s %-24s %-5s %6s %6s %6s %14s %16s %9s %9s %8s %8s\n", "workload", "strategy", "mode", "batch",
+              "hidden", "leaves", "units/s", "(min-max)", "build ms", "comp ms", "move %", "RSS MB");
+
+  for (int32_t lv : leaves) {
+    SampleOptions so{.data_dir = o.data, .leaves = lv, .tree_fc_trees = o.tree_fc_trees, .seed = o.seed};
+    Samples data = load_samples(w, so);
+    std::vector<InputGraph> samples = std::move(data.graphs);
+    std::mt19937_64 rng(o.seed);
+    std::shuffle(samples.begin(), samples.end(), rng);
+    if (o.max_samples > 0 && static_cast<int64_t>(samples.size()) > o.max_samples)
+      samples.resize(static_cast<size_t>(o.max_samples));
+    int64_t total_units = 0;
+    for (const InputGraph& g : samples) total_units += data.unit == "sentences" ? 1 : g.num_vertices();
+    std::fprintf(stderr, "[bench] %s: %s\n", o.workload.c_str(), data.description.c_str());
+    for (int64_t h : hiddens) {
+      ModelConfig cfg{.workload = w, .vocab = data.vocab, .hidden = h, .classes = data.classes, .layers = o.layers,
+                      .dtype = o.float64 ? DType::f64 : DType::f32};
+      cfg.embed = o.embed > 0 ? o.embed : w == Workload::tree_lstm ? 300 : h;
+      ParameterSet ps(cfg.dtype, o.seed);
+      add_params(ps, cfg);
+      for (const std::string& name : strategies) {
+        std::unique_ptr<Strategy> s = make(name, cfg, ps, o);
+        for (int64_t b : o.batches) {
+          SYLVA_CHECK(b > 0 && b <= static_cast<int64_t>(samples.size()), "[bench] batch ", b, " needs 1..",
+                      samples.size(), " samples");
+          for (const std::string& mode : modes) {
+            reset_peak_rss();
+            size_t cursor = 0;
+            Row r = measure(*s, samples, b, mode == "train", data.unit == "sentences", o, cursor);
+            r.workload = o.workload;
+            r.strategy = name;
+            r.mode = mode;
+            r.unit = data.unit;
+            r.sweep = o.sweep;
+            r.batch = b;
+            r.hidden = h;
+            r.leaves = lv;
+            r.threads = o.threads;
+            r.peak_rss_mb = peak_rss_mb();
+            if (o.estimate_epoch) {
+              r.epoch_s = static_cast<double>(total_units) / r.units_per_s;
+              if (data.unit == "sentences") r.epoch_s = static_cast<double>(samples.size()) / r.samples_per_s;
+              r.epoch_compute_s = r.epoch_s * r.compute_s / (r.build_s + r.compute_s);
+            }
+            std::printf("%-11s %-24s %-5s %6lld %6lld %6d %14.1f %7.0f-%-8.0f %9.3f %9.3f %8s %8.0f\n",
+                        r.workload.c_str(), name.c_str(), mode.c_str(), static_cast<long long>(b),
+                        static_cast<long long>(h), lv, r.units_per_s, r.units_min, r.units_max, 1e3 * r.build_s,
+                        1e3 * r.compute_s,
+                        r.movement_share >= 0 ? std::to_string(static_cast<int>(100 * r.movement_share)).c_str()
+                                              : "-",
+                        r.peak_rss_mb);
+            std::fflush(stdout);
+            if (csv.is_open()) {
+              csv << csv_line(r) << '\n';
+              csv.flush();
+            }
+            rows.push_back(to_json(r));
+          }
+        }
+      }
+    }
+  }
+  if (!o.json.empty()) {
+    std::ofstream j(o.json);
+    SYLVA_CHECK(j.good(), "[bench] cannot write ", o.json);
+    j << rows.dump(1) << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Sylva's benchmark suite: workloads x strategies x sizes, median throughput with spread"};
+  app.add_option("--workload", o.workload, "tree-lstm | var-lstm | fixed-lstm | tree-fc")->capture_default_str();
+  app.add_option("--strategies", o.strategies,
+                 "comma-separated; default: every strategy available for the workload (sylva, sylva-serial, "
+                 "dynamic-decl, dynamic-decl-autobatch, padded for the LSTMs, libtorch-* when built with libtorch)")
+      ->delimiter(',');
+  app.add_option("--batch", o.batches, "batch sizes (samples per minibatch), comma-separated")->delimiter(',');
+  app.add_option("--hidden", o.hiddens, "hidden sizes; default 150 (tree-lstm), 200 (LSTMs), 256 (tree-fc)")
+      ->delimiter(',');
+  app.add_option("--leaves", o.leaves, "tree-fc: leaves per tree (powers of two)")->delimiter(',');
+  app.add_option("--embed", o.embed, "word vector size; default 300 (tree-lstm), else = hidden");
+  app.add_option("--layers", o.layers, "LSTM layers")->capture_default_str();
+  app.add_option("--mode", o.mode, "train | infer | both")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "timed repeats per configuration (median and min-max reported)")
+      ->capture_default_str();
+  app.add_option("--min-time", o.min_time, "seconds of minibatches per repeat (at least one minibatch)")
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed minibatches before the repeats")->capture_default_str();
+  app.add_option("--threads", o.threads, "threads for kernels (GEMMs)")->capture_default_str();
+  app.add_flag("--measure-movement", o.measure_movement,
+               "time data movement (gathers, scatters, copies); costs clock reads per op");
+  app.add_flag("--epoch", o.estimate_epoch, "estimate seconds per epoch over the whole dataset from the median rate");
+  app.add_option("--sweep", o.sweep, "tag written with every row (batch, hidden, leaves, epoch, movement)")
+      ->capture_default_str();
+  app.add_option("--data", o.data, "directory holding sst/ and ptb/ (default: $SYLVA_DATA or shared/data)");
+  app.add_option("--max-samples", o.max_samples, "use only the first N (shuffled) samples");
+  app.add_option("--trees", o.tree_fc_trees, "tree-fc: trees generated per leaves value")->capture_default_str();
+  app.add_option("--seed", o.seed, "parameter initialisation and shuffling")->capture_default_str();
+  app.add_flag("--float64", o.float64, "run in double precision");
+  app.add_option("--csv", o.csv, "write rows as CSV");
+  app.add_option("--json", o.json, "write rows as JSON");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(o);
+  } catch (const sylva::Error& e) {
+    std::fprintf(stderr, "bench_suite: %s\n", e.what());
+    return 1;
+  }
+}

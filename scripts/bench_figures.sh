@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Regenerates every number, figure and table of docs/benchmarks.md's
+# "Sylva against the baselines" section: builds the release tree, runs
+# bench_suite over the Cavs-style experiments (one thread), then
+# scripts/plot_benchmarks.py. Needs the SST and PTB data (shared/data or
+# $SYLVA_DATA). About 40 minutes on a 2-core machine.
+#
+#   bash scripts/bench_figures.sh [results-dir]   (default build/bench-results)
+#
+# QUICK=1 runs a small smoke version (few sizes, short repeats) in minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-build/bench-results}
+mkdir -p "$out"
+bash scripts/install_deps.sh
+if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
+  echo "bench_figures: installing python3-matplotlib for the plots"
+  ${SUDO:-$( [[ $(id -u) -ne 0 ]] && echo sudo )} apt-get install -y --no-install-recommends python3-matplotlib
+fi
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build build/release --target bench_suite
+suite=build/release/benchmarks/bench_suite
+
+if [[ ${QUICK:-0} != 0 ]]; then
+  batches="1,16"; big_batch=64; hiddens="64,256"; leaves="32,128"; repeats=2; min_time=0.2; max=512
+else
+  batches="1,4,16,256"; big_batch=64; hiddens="64,128,256,512,1024"; leaves="32,64,128,256,512,1024"
+  repeats=3; min_time=0.5; max=0
+fi
+common=(--threads 1 --repeats "$repeats" --min-time "$min_time" --max-samples "$max")
+
+{
+  echo "# bench_figures $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
+  echo "# cores: $(nproc), memory: $(free -g | awk '/Mem:/{print $2}') GiB, kernel: $(uname -r)"
+  echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+} > "$out/machine.txt"
+cat "$out/machine.txt"
+
+for w in tree-lstm var-lstm fixed-lstm tree-fc; do
+  # Fig. 8: throughput vs batch size (train and inference); batch 64 also
+  # gives Table 1 (epoch time estimated from the measured rate).
+  $suite --workload "$w" --batch "$batches" --mode both --sweep batch "${common[@]}" --csv "$out/$w-batch.csv"
+  $suite --workload "$w" --batch "$big_batch" --mode both --sweep batch+epoch --epoch "${common[@]}" \
+    --csv "$out/$w-batch64.csv"
+  # Fig. 8: throughput vs hidden size at batch 64 (training).
+  $suite --workload "$w" --batch 64 --hidden "$hiddens" --mode train --sweep hidden \
+    --strategies "sylva,dynamic-decl,dynamic-decl-autobatch$([[ $w == *lstm && $w != tree-lstm ]] && echo ,padded)" \
+    "${common[@]}" --csv "$out/$w-hidden.csv"
+  # Table 2: memory movement vs computation (clock reads around every op).
+  $suite --workload "$w" --batch 16,64,256 --mode both --sweep movement --measure-movement \
+    --strategies "sylva,dynamic-decl,dynamic-decl-autobatch$([[ $w == *lstm && $w != tree-lstm ]] && echo ,padded)" \
+    "${common[@]}" --csv "$out/$w-movement.csv"
+done
+# Fig. 9: graph construction vs graph size (Tree-FC, batch 16).
+$suite --workload tree-fc --leaves "$leaves" --batch 16 --trees 96 --mode train --sweep leaves \
+  --strategies sylva,dynamic-decl,dynamic-decl-autobatch "${common[@]}" --csv "$out/tree-fc-leaves.csv"
+
+/usr/bin/python3 scripts/plot_benchmarks.py "$out" --out docs/figures --tables "$out/tables.md"
+echo "bench_figures: tables in $out/tables.md, figures in docs/figures"

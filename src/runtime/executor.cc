@@ -53,6 +53,16 @@ struct Executor::Impl {
     return slots[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
   }
 
+  // When apply `n` pulls a lookup's rows: the ids (vertex order), whose -1
+  // rows are constant zeros that need no gradient. Empty otherwise.
+  std::span<const int32_t> lookup_ids_of_pull(const Node& n) const {
+    if (n.inputs.empty()) return {};
+    const Node& pull = program.graph().node(n.inputs[0]);
+    if (pull.op != OpKind::Lookup) return {};
+    const MatView& ids = values[pull.inputs[1]].view;
+    return {static_cast<const int32_t*>(ids.data), static_cast<size_t>(ids.rows)};
+  }
+
   void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows) {
     if (observer) observer({n, g, -1, rows, std::chrono::steady_clock::now() - start});
   }
@@ -79,7 +89,8 @@ struct Executor::Impl {
         case OpKind::Apply: {
           VertexRunner& r = *runners[n.id];
           const auto t1 = std::chrono::steady_clock::now();
-          r.prepare(b, schedule);
+          r.set_skip_zero_work(options.skip_zero_work);
+          r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
           r.forward(pull, out_slot(values, n), ctx, observer ? &observer : nullptr);

@@ -1,6 +1,7 @@
 #include "vertex_runner.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "sylva/core/error.h"
 #include "sylva/passes/autodiff.h"
@@ -22,6 +23,41 @@ namespace {
 MatView rebase(MatView window, const Task& t, int64_t rows) {
   return {static_cast<char*>(window.data) - t.offset * window.cols * static_cast<int64_t>(dtype_size(window.dtype)),
           rows, window.cols, window.dtype};
+}
+// Whether node n of F or ∂F is zero at every row given which of its
+// inputs are (zero[]): products with a zero factor, sums of zeros,
+// slices/concats of zeros, and ops that map 0 to 0 (tanh, relu, scale,
+// reductions; gradient ops are zero when the incoming gradient is).
+bool zero_from_inputs(const Node& n, const std::vector<uint8_t>& zero) {
+  const auto z = [&](size_t k) { return k < n.inputs.size() && zero[static_cast<size_t>(n.inputs[k])] != 0; };
+  const auto all = [&] {
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!z(k)) return false;
+    return !n.inputs.empty();
+  };
+  switch (n.op) {
+    case OpKind::MatMul: case OpKind::Mul: return z(0) || z(1);
+    case OpKind::Add: case OpKind::Sub: case OpKind::Concat: case OpKind::Assemble: return all();
+    case OpKind::Slice: case OpKind::Tanh: case OpKind::Relu: case OpKind::Scale: case OpKind::SumRows:
+    case OpKind::Sum: case OpKind::Broadcast: return z(0);
+    case OpKind::TanhGrad: case OpKind::SigmoidGrad: case OpKind::ReluGrad: case OpKind::SoftmaxGrad:
+    case OpKind::LogSoftmaxGrad: return z(1);
+    default: return false;
+  }
+}
+
+bool all_zero_bytes(const MatView& v) {
+  const size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
+  const auto* p = static_cast<const unsigned char*>(v.data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w) return false;
+  }
+  for (; i < n; ++i)
+    if (p[i]) return false;
+  return true;
 }
 }  // namespace
 
@@ -68,6 +104,9 @@ const ir::Graph& VertexRunner::grad_graph() {
     df_ = passes::differentiate_vertex_function(*f_);
     init_values(bwd_, *df_);
     folded_ = passes::foldable_param_matmuls(*df_);
+    consumers_b_.assign(df_->size(), {});
+    for (const Node& n : df_->nodes())
+      for (NodeId in : n.inputs) consumers_b_[static_cast<size_t>(in)].push_back(n.id);
   }
   return *df_;
 }
@@ -96,7 +135,7 @@ void VertexRunner::init_values(Values& v, const ir::Graph& g) {
   }
 }
 
-void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule) {
+void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids) {
   batch_ = &batch;
   schedule_ = &schedule;
   const ir::Graph& g = *f_;
@@ -134,6 +173,28 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule) {
       reduce_offsets_[r + 1] = static_cast<int32_t>(reduce_src_.size());
     }
   }
+  // What is absent at every row of each task (see skip_zero_work).
+  task_bits_.assign(schedule.tasks.size(), 0);
+  task_pull_zero_.assign(schedule.tasks.size(), 0);
+  int64_t max_bs = 0;
+  for (size_t ti = 0; ti < schedule.tasks.size(); ++ti) {
+    const Task& t = schedule.tasks[ti];
+    max_bs = std::max(max_bs, t.bs);
+    uint64_t bits = 0;
+    for (int64_t slot = 0; slot < std::min<int64_t>(slots, 62); ++slot) {
+      const int32_t* c = child_rows_[static_cast<size_t>(slot)].data() + t.offset;
+      if (std::all_of(c, c + t.bs, [](int32_t r) { return r < 0; })) bits |= 1ull << slot;
+    }
+    if (!reduce_offsets_.empty() && reduce_offsets_[t.offset] == reduce_offsets_[t.offset + t.bs]) bits |= kNoChildren;
+    if (!pull_ids.empty()) {
+      const int32_t* v = schedule.vertex_of_row.data() + t.offset;
+      if (std::all_of(v, v + t.bs, [&](int32_t x) { return pull_ids[static_cast<size_t>(x)] < 0; }))
+        bits |= kPullGradUnused;
+    }
+    task_bits_[ti] = bits;
+  }
+  minus_ones_.assign(static_cast<size_t>(max_bs), -1);
+  zero_f_.assign(g.size(), 0);
   for (size_t i = 0; i < fwd_.arena.size(); ++i)
     if (fwd_.home[i] == Home::arena) fwd_.arena[i].reserve_rows(rows);
   for (size_t i = 0; i < bwd_.arena.size(); ++i)
@@ -155,6 +216,54 @@ MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
     case Home::none: break;
   }
   SYLVA_THROW("[vertex_runner] node ", id, " (", ir::op_name(n.op), ") has no value (internal)");
+}
+
+// A gather (reduce) whose children are absent at every row of the task.
+bool VertexRunner::absent_message(const Node& n, uint64_t bits) {
+  if (n.op == OpKind::GatherReduce) return (bits & kNoChildren) != 0;
+  return n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u);
+}
+
+void VertexRunner::compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, std::vector<uint8_t>& zero) const {
+  zero.assign(g.size(), 0);
+  for (const Node& n : g.nodes()) {
+    bool z = false;
+    switch (n.op) {
+      case OpKind::Gather: case OpKind::GatherReduce: z = absent_message(n, bits); break;
+      case OpKind::Pull: z = pull_zero; break;
+      case OpKind::ForwardValue: z = zero_f_[static_cast<size_t>(n.attrs.ref)] != 0; break;
+      default: z = zero_from_inputs(n, zero);
+    }
+    zero[static_cast<size_t>(n.id)] = z;
+  }
+}
+
+// ∂F nodes of the current task whose result nobody needs: gradients for
+// absent children or unused pull rows, zero parameter gradients, and
+// everything that only feeds those.
+void VertexRunner::compute_dead(uint64_t bits) {
+  const ir::Graph& dg = *df_;
+  dead_b_.assign(dg.size(), 0);
+  for (size_t i = dg.size(); i-- > 0;) {
+    const Node& n = dg.node(static_cast<NodeId>(i));
+    bool d = false;
+    switch (n.op) {
+      case OpKind::GatherGradOut:
+        d = (n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u)) || zero_b_[static_cast<size_t>(n.inputs[0])] != 0;
+        break;
+      case OpKind::GatherReduceGradOut:
+        d = (bits & kNoChildren) != 0 || zero_b_[static_cast<size_t>(n.inputs[0])] != 0;
+        break;
+      case OpKind::PullGradOut: d = (bits & kPullGradUnused) != 0; break;
+      case OpKind::ParamGradOut: d = zero_b_[static_cast<size_t>(n.inputs[0])] != 0; break;
+      default: {
+        const auto& cs = consumers_b_[i];
+        d = !cs.empty() &&
+            std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return dead_b_[static_cast<size_t>(c)] != 0; });
+      }
+    }
+    dead_b_[i] = d;
+  }
 }
 
 // Data movement at F's boundary, for the rows of one task.
@@ -192,6 +301,21 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   Home h = v.home[n.id];
   if (h == Home::param || h == Home::forward || h == Home::scatter_grad) return;
   if (&v == &bwd_ && folded_[n.id]) return;  // runs at its ParamGradOut
+  const bool fwd = &v == &fwd_;
+  if (skip_ && !fwd && dead_b_[static_cast<size_t>(n.id)]) {
+    // Unused pull rows get zeros rather than stale values.
+    if (n.op == OpKind::PullGradOut && d_pull_.data)
+      backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
+                         {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
+    ++skipped_;
+    return;
+  }
+  if (skip_ && fwd && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
+    const bool z = n.op == OpKind::Gather || n.op == OpKind::GatherReduce
+                       ? absent_message(n, task_bits_[static_cast<size_t>(task_index)])
+                       : zero_from_inputs(n, zero_f_);
+    zero_f_[static_cast<size_t>(n.id)] = z;
+  }
   auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto window = [&](const std::vector<int32_t>& table) {
     return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
@@ -200,6 +324,11 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     case OpKind::Scatter: case OpKind::Push: return;  // markers: their input's arena is the value
     case OpKind::Pull: case OpKind::Gather: case OpKind::GatherReduce: case OpKind::PushGradIn:
       run_boundary(n, t, view(v, n.id, t));
+      if (skip_ && n.op == OpKind::Pull) {
+        const bool z = all_zero_bytes(view(v, n.id, t));
+        zero_f_[static_cast<size_t>(n.id)] = z;
+        task_pull_zero_[static_cast<size_t>(task_index)] = z;
+      }
       break;
     case OpKind::GatherGradOut: {
       MatView all = {scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()};
@@ -236,6 +365,11 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
       for (NodeId in : n.inputs) scratch_in_.push_back(view(v, in, t));
       MatView out = h == Home::arena ? view(v, n.id, t)
                                      : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype);
+      if (skip_ && (fwd ? zero_f_ : zero_b_)[static_cast<size_t>(n.id)]) {
+        backend_.fill_zero(out);  // known zero: no kernel
+        ++skipped_;
+        return;
+      }
       ExecContext c = ctx;
       c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
       backend_.run({n, scratch_in_, out, c});
@@ -269,8 +403,14 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
   d_pull_ = d_pull;
   ExecContext ctx;
   const auto& tasks = schedule_->tasks;
-  for (size_t ti = tasks.size(); ti-- > 0;)
+  for (size_t ti = tasks.size(); ti-- > 0;) {
+    if (skip_) {
+      compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, zero_f_);
+      compute_zero(dg, task_bits_[ti], false, zero_b_);
+      compute_dead(task_bits_[ti]);
+    }
     for (const Node& n : dg.nodes()) run_node(bwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+  }
 }
 
 size_t VertexRunner::allocations() const {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "sylva/backend/backend.h"
@@ -29,7 +30,13 @@ class VertexRunner {
 
   /// Per minibatch, before forward(): validates arity, builds the gather
   /// index tables and sizes every arena for the schedule's rows.
-  void prepare(const GraphBatch& batch, const Schedule& schedule);
+  /// `pull_ids` (vertex order, may be empty): when F's pull input is a
+  /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
+  void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {});
+  /// See ExecutorOptions::skip_zero_work.
+  void set_skip_zero_work(bool on) { skip_ = on; }
+  /// Ops of F and ∂F skipped (zero or unneeded) since construction.
+  int64_t skipped_ops() const { return skipped_; }
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull); pushed: [V, h] in vertex order.
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
@@ -72,6 +79,21 @@ class VertexRunner {
   MatView pull_, pushed_, d_pushed_, d_pull_;
   std::vector<MatView> scratch_in_;
   std::vector<bool> folded_;  // ∂F matmuls run as grad += A·B at their ParamGradOut
+
+  // Skipping zero work. Per task, bits of what is absent at every row:
+  // gather slot s (bit s < 62), all children (kNoChildren), a needed pull
+  // gradient (kPullGradUnused); and whether the pulled block was all zero.
+  static constexpr uint64_t kNoChildren = 1ull << 62, kPullGradUnused = 1ull << 63;
+  static bool absent_message(const ir::Node& n, uint64_t bits);
+  void compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, std::vector<uint8_t>& zero) const;
+  void compute_dead(uint64_t bits);
+  bool skip_ = true;
+  int64_t skipped_ = 0;
+  std::vector<uint64_t> task_bits_;
+  std::vector<uint8_t> task_pull_zero_;
+  std::vector<uint8_t> zero_f_, zero_b_, dead_b_;  // of the current task
+  std::vector<std::vector<ir::NodeId>> consumers_b_;  // ∂F node -> nodes reading it
+  std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
 };
 
 }  // namespace sylva::detail

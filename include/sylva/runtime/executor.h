@@ -22,6 +22,13 @@ struct ExecutorOptions {
   uint64_t seed = 0;
   /// Threads for kernels (GEMMs); 0 leaves the backend's setting.
   int threads = 0;
+  /// Skip work a task provably does not need (same results; see
+  /// docs/architecture.md, "Skipping zero work"): ops of F whose inputs are
+  /// messages absent at every vertex of the task (leaves) or an all-zero
+  /// pulled block produce zeros without running, and in ∂F the matching
+  /// parameter-gradient products and the gradients that flow only to absent
+  /// children (or to pulled rows looked up with id -1) are not computed.
+  bool skip_zero_work = true;
 };
 
 /// What an observer is told after each op runs (for profiling).

@@ -14,11 +14,22 @@ cd "$(dirname "$0")/.."
 out=${1:-build/bench-results}
 mkdir -p "$out"
 bash scripts/install_deps.sh
-if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  echo "bench_figures: installing python3-matplotlib for the plots"
-  ${SUDO:-$( [[ $(id -u) -ne 0 ]] && echo sudo )} apt-get install -y --no-install-recommends python3-matplotlib
+# The plots need matplotlib; the libtorch baselines need libtorch-dev (about
+# 0.5 GB installed) and an optimised BLAS for it (Debian's libtorch calls
+# whatever libblas.so.3 is selected; the reference BLAS is ~15x slower).
+# SYLVA_BENCH_TORCH=0 leaves libtorch out.
+extra=(python3-matplotlib)
+[[ ${SYLVA_BENCH_TORCH:-1} != 0 ]] && extra+=(libtorch-dev libopenblas0-openmp)
+missing=()
+for p in "${extra[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "bench_figures: installing ${missing[*]}"
+  sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
+  "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build/release --target bench_suite
 suite=build/release/benchmarks/bench_suite
 
@@ -38,6 +49,18 @@ common=(--threads 1 --repeats "$repeats" --min-time "$min_time" --max-samples "$
 } > "$out/machine.txt"
 cat "$out/machine.txt"
 
+# The strategies of the hidden-size and movement sweeps: Sylva, the
+# dynamic-declaration engine, padding, and the libtorch model users reach for.
+focus() {
+  local all
+  all=$($suite --workload "$1" --list | tr '\n' ' ')
+  local pick=()
+  for s in sylva dynamic-decl dynamic-decl-autobatch padded libtorch-levels libtorch-packed; do
+    [[ " $all " == *" $s "* ]] && pick+=("$s")
+  done
+  (IFS=,; echo "${pick[*]}")
+}
+
 for w in tree-lstm var-lstm fixed-lstm tree-fc; do
   # Fig. 8: throughput vs batch size (train and inference); batch 64 also
   # gives Table 1 (epoch time estimated from the measured rate).
@@ -46,12 +69,10 @@ for w in tree-lstm var-lstm fixed-lstm tree-fc; do
     --csv "$out/$w-batch64.csv"
   # Fig. 8: throughput vs hidden size at batch 64 (training).
   $suite --workload "$w" --batch 64 --hidden "$hiddens" --mode train --sweep hidden \
-    --strategies "sylva,dynamic-decl,dynamic-decl-autobatch$([[ $w == *lstm && $w != tree-lstm ]] && echo ,padded)" \
-    "${common[@]}" --csv "$out/$w-hidden.csv"
+    --strategies "$(focus "$w")" "${common[@]}" --csv "$out/$w-hidden.csv"
   # Table 2: memory movement vs computation (clock reads around every op).
   $suite --workload "$w" --batch 16,64,256 --mode both --sweep movement --measure-movement \
-    --strategies "sylva,dynamic-decl,dynamic-decl-autobatch$([[ $w == *lstm && $w != tree-lstm ]] && echo ,padded)" \
-    "${common[@]}" --csv "$out/$w-movement.csv"
+    --strategies "$(focus "$w")" "${common[@]}" --csv "$out/$w-movement.csv"
 done
 # Fig. 9: graph construction vs graph size (Tree-FC, batch 16).
 $suite --workload tree-fc --leaves "$leaves" --batch 16 --trees 96 --mode train --sweep leaves \

@@ -49,6 +49,7 @@ struct Options {
   int64_t tree_fc_trees = 1024;
   uint64_t seed = 1;
   bool float64 = false;
+  bool list = false;
 };
 
 double median(std::vector<double> v) {
@@ -191,6 +192,10 @@ Row measure(Strategy& s, const std::vector<InputGraph>& samples, int64_t batch, 
 
 int run(const Options& o) {
   const Workload w = parse_workload(o.workload);
+  if (o.list) {
+    for (const std::string& name : available(w)) std::printf("%s\n", name.c_str());
+    return 0;
+  }
   std::vector<std::string> strategies = o.strategies.empty() ? available(w) : o.strategies;
   std::vector<int64_t> hiddens = o.hiddens;
   if (hiddens.empty()) hiddens = {w == Workload::tree_lstm ? 150 : w == Workload::tree_fc ? 256 : 200};
@@ -315,6 +320,7 @@ int main(int argc, char** argv) {
   app.add_option("--trees", o.tree_fc_trees, "tree-fc: trees generated per leaves value")->capture_default_str();
   app.add_option("--seed", o.seed, "parameter initialisation and shuffling")->capture_default_str();
   app.add_flag("--float64", o.float64, "run in double precision");
+  app.add_flag("--list", o.list, "print the strategies available for --workload and exit");
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
   CLI11_PARSE(app, argc, argv);

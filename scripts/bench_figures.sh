@@ -61,22 +61,34 @@ focus() {
   (IFS=,; echo "${pick[*]}")
 }
 
+# One process per strategy, so that peak resident memory is the strategy's own
+# (plus what every run holds: libraries and the dataset).
+each() {  # each <csv-prefix> <strategies> <bench_suite args...>
+  local prefix=$1 strategies=$2
+  shift 2
+  local s
+  for s in ${strategies//,/ }; do
+    $suite --strategies "$s" "$@" --csv "$prefix-$s.csv"
+  done
+}
+
 for w in tree-lstm var-lstm fixed-lstm tree-fc; do
+  all=$($suite --workload "$w" --list | paste -sd, -)
   # Fig. 8: throughput vs batch size (train and inference); batch 64 also
   # gives Table 1 (epoch time estimated from the measured rate).
-  $suite --workload "$w" --batch "$batches" --mode both --sweep batch "${common[@]}" --csv "$out/$w-batch.csv"
-  $suite --workload "$w" --batch "$big_batch" --mode both --sweep batch+epoch --epoch "${common[@]}" \
-    --csv "$out/$w-batch64.csv"
+  each "$out/$w-batch" "$all" --workload "$w" --batch "$batches" --mode both --sweep batch "${common[@]}"
+  each "$out/$w-batch64" "$all" --workload "$w" --batch "$big_batch" --mode both --sweep batch+epoch --epoch \
+    "${common[@]}"
   # Fig. 8: throughput vs hidden size at batch 64 (training).
-  $suite --workload "$w" --batch 64 --hidden "$hiddens" --mode train --sweep hidden \
-    --strategies "$(focus "$w")" "${common[@]}" --csv "$out/$w-hidden.csv"
+  each "$out/$w-hidden" "$(focus "$w")" --workload "$w" --batch 64 --hidden "$hiddens" --mode train --sweep hidden \
+    "${common[@]}"
   # Table 2: memory movement vs computation (clock reads around every op).
-  $suite --workload "$w" --batch 16,64,256 --mode both --sweep movement --measure-movement \
-    --strategies "$(focus "$w")" "${common[@]}" --csv "$out/$w-movement.csv"
+  each "$out/$w-movement" "$(focus "$w")" --workload "$w" --batch 16,64,256 --mode both --sweep movement \
+    --measure-movement "${common[@]}"
 done
 # Fig. 9: graph construction vs graph size (Tree-FC, batch 16).
-$suite --workload tree-fc --leaves "$leaves" --batch 16 --trees 96 --mode train --sweep leaves \
-  --strategies sylva,dynamic-decl,dynamic-decl-autobatch "${common[@]}" --csv "$out/tree-fc-leaves.csv"
+each "$out/tree-fc-leaves" sylva,dynamic-decl,dynamic-decl-autobatch --workload tree-fc --leaves "$leaves" \
+  --batch 16 --trees 96 --mode train --sweep leaves "${common[@]}"
 
 /usr/bin/python3 scripts/plot_benchmarks.py "$out" --out docs/figures --tables "$out/tables.md"
 echo "bench_figures: tables in $out/tables.md, figures in docs/figures"

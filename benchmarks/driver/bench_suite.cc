@@ -9,6 +9,7 @@
 //               --batch 1,16,64 --hidden 150 --repeats 3 --csv out.csv
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -62,7 +63,10 @@ double median(std::vector<double> v) {
 // Peak resident memory of the process since the last reset, in MB. Linux
 // resets the high-water mark when "5" is written to /proc/self/clear_refs;
 // where that is not allowed the figure is the peak since the process began.
+// It includes what the process holds anyway (libraries, the dataset), so
+// run one strategy per process to compare strategies (bench_figures.sh does).
 bool reset_peak_rss() {
+  malloc_trim(0);  // hand freed heap back first, so earlier configurations do not count
   std::ofstream f("/proc/self/clear_refs");
   if (!f) return false;
   f << "5";

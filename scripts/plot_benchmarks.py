@@ -43,7 +43,8 @@ INT_COLUMNS = {"batch", "hidden", "leaves", "threads", "repeats", "kernels"}
 WORKLOADS = ["tree-lstm", "var-lstm", "fixed-lstm", "tree-fc"]
 STRATEGIES = [
     "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",
-    "padded", "libtorch-recursive", "libtorch-levels", "libtorch-packed",
+    "dynamic-decl-autobatch-dense", "padded", "libtorch-recursive",
+    "libtorch-levels", "libtorch-packed",
 ]
 MODES = ["train", "infer"]
 SWEEPS = ["batch", "hidden", "leaves", "epoch", "movement"]
@@ -57,6 +58,7 @@ STYLE = {
     "sylva-serial": ("#ff9896", "s"),
     "dynamic-decl": ("#1f77b4", "^"),
     "dynamic-decl-autobatch": ("#17becf", "v"),
+    "dynamic-decl-autobatch-dense": ("#aec7e8", "x"),
     "padded": ("#7f7f7f", "D"),
     "libtorch-recursive": ("#2ca02c", "<"),
     "libtorch-levels": ("#9467bd", ">"),
@@ -567,7 +569,22 @@ def table_movement(rows):
 
 
 def table_memory(rows):
+    """Peak RSS of the Table 1 runs (sweep "epoch": one batch size and the
+    default hidden size per workload), train and infer; falls back to the
+    largest peak over all rows when there are no such runs."""
     title = "Peak resident memory"
+    sel = [r for r in select(rows, sweep="epoch") if r["peak_rss_mb"] >= 0]
+    if sel:
+        sts = strategies_of(sel)
+        cells = {}
+        for r in sel:
+            cells[(r["workload"], r["mode"], r["batch"], r["hidden"], r["strategy"])] = r["peak_rss_mb"]
+        keys = sorted({k[:4] for k in cells}, key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS else len(WORKLOADS), k[0], k[1] != "train", k[2], k[3]))
+        body = [[wl, mode, str(b), str(h)] + [sig3(cells[(wl, mode, b, h, s)]) if (wl, mode, b, h, s) in cells
+                                               else DASH for s in sts] for wl, mode, b, h in keys]
+        return title, ["Peak resident set of the process during each configuration of Table 1, MB "
+                       "(it includes what every run holds: libraries and the dataset).\n\n%s"
+                       % md_table(["workload", "mode", "batch", "hidden"] + sts, body, align_right_from=2)]
     sel = [r for r in rows if r["peak_rss_mb"] >= 0]
     if not sel:
         return title, []

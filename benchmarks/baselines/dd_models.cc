@@ -135,6 +135,17 @@ void ModelDeclarer::tree_fc(Graph& g, const InputGraph& s) {
   }
 }
 
+std::pair<Expr, Expr> lstm_step(Graph& g, Expr x, Expr h_prev, Expr c_prev, Parameter& W, Parameter& U, Parameter& b,
+                                int64_t H) {
+  Expr gates = g.add_bias(g.matmul(x, W), b);
+  if (h_prev >= 0) gates = g.add(gates, g.matmul(h_prev, U));
+  const Expr i = g.slice(gates, 0, H), f = g.slice(gates, H, 2 * H);
+  const Expr o = g.slice(gates, 2 * H, 3 * H), u = g.slice(gates, 3 * H, 4 * H);
+  Expr c = g.mul(g.sigmoid(i), g.tanh(u));
+  if (c_prev >= 0) c = g.add(g.mul(g.sigmoid(f), c_prev), c);
+  return {g.mul(g.sigmoid(o), g.tanh(c)), c};
+}
+
 // Zaremba et al.'s stacked LSTM over a chain (vertex v's child is the
 // previous token): per layer p = x·W + b, gates = p + h_prev·U, blocks
 // (i, f, o, u); c = σ(f)⊙c_prev + σ(i)⊙tanh(u); h = σ(o)⊙tanh(c).
@@ -156,13 +167,7 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
         hp = g.constant(1, H);
         cp = g.constant(1, H);
       }
-      Expr gates = g.add_bias(g.matmul(x_[static_cast<size_t>(v)], *W_[l]), *b_[l]);
-      if (hp >= 0) gates = g.add(gates, g.matmul(hp, *U_[l]));
-      const Expr i = g.slice(gates, 0, H), f = g.slice(gates, H, 2 * H);
-      const Expr o = g.slice(gates, 2 * H, 3 * H), u = g.slice(gates, 3 * H, 4 * H);
-      Expr c = g.mul(g.sigmoid(i), g.tanh(u));
-      if (cp >= 0) c = g.add(g.mul(g.sigmoid(f), cp), c);
-      const Expr h = g.mul(g.sigmoid(o), g.tanh(c));
+      const auto [h, c] = lstm_step(g, x_[static_cast<size_t>(v)], hp, cp, *W_[l], *U_[l], *b_[l], H);
       h_[static_cast<size_t>(v)] = h;
       c_[static_cast<size_t>(v)] = c;
     }

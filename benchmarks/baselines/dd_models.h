@@ -35,6 +35,13 @@ class ModelDeclarer {
   std::vector<Expr> h_, c_, x_;
 };
 
+/// One step of Zaremba et al.'s LSTM on row blocks: gates = x·W + b, plus
+/// h_prev·U when h_prev >= 0; blocks (i, f, o, u); c = σ(f)⊙c_prev +
+/// σ(i)⊙tanh(u) (c_prev >= 0, else σ(i)⊙tanh(u)); h = σ(o)⊙tanh(c).
+/// Returns {h, c}. Used per token (1 row) and per padded time step (B rows).
+std::pair<Expr, Expr> lstm_step(Graph& g, Expr x, Expr h_prev, Expr c_prev, Parameter& W, Parameter& U, Parameter& b,
+                                int64_t H);
+
 /// Vertices of `g` children first (post-order from the roots).
 void children_first(const InputGraph& g, std::vector<int32_t>& order);
 

@@ -6,7 +6,7 @@
 // their state, so the real tokens see exactly Sylva's computation.
 #include <string>
 
-#include "dynamic_decl.h"
+#include "dd_models.h"
 #include "strategies_internal.h"
 
 namespace sylva::bench {
@@ -90,13 +90,8 @@ class PaddedStrategy final : public Strategy {
     }
     for (size_t l = 0; l < W_.size(); ++l) {
       for (int64_t t = 0; t < T; ++t) {
-        dd::Expr gates = graph_.add_bias(graph_.matmul(x[static_cast<size_t>(t)], *W_[l]), *b_[l]);
-        if (t > 0) gates = graph_.add(gates, graph_.matmul(h[static_cast<size_t>(t - 1)], *U_[l]));
-        const dd::Expr i = graph_.slice(gates, 0, H), f = graph_.slice(gates, H, 2 * H);
-        const dd::Expr o = graph_.slice(gates, 2 * H, 3 * H), u = graph_.slice(gates, 3 * H, 4 * H);
-        dd::Expr cn = graph_.mul(graph_.sigmoid(i), graph_.tanh(u));
-        if (t > 0) cn = graph_.add(graph_.mul(graph_.sigmoid(f), c[static_cast<size_t>(t - 1)]), cn);
-        dd::Expr hn = graph_.mul(graph_.sigmoid(o), graph_.tanh(cn));
+        auto [hn, cn] = dd::lstm_step(graph_, x[static_cast<size_t>(t)], t > 0 ? h[static_cast<size_t>(t - 1)] : -1,
+                                      t > 0 ? c[static_cast<size_t>(t - 1)] : -1, *W_[l], *U_[l], *b_[l], H);
         if (mask[static_cast<size_t>(t)] >= 0) {
           hn = graph_.mul(hn, mask[static_cast<size_t>(t)]);
           cn = graph_.mul(cn, mask[static_cast<size_t>(t)]);

@@ -14,6 +14,8 @@ Figures (PNG, written into --out):
   fig8_batch_train.png, fig8_batch_infer.png    throughput vs batch size
   fig8_hidden_train.png, fig8_hidden_infer.png  throughput vs hidden size
   fig9_construction.png                         Tree-FC graph construction
+  table1_epoch.png                              computation per epoch (bars)
+  table2_movement.png                           movement share (bars)
 
 Markdown tables go to --tables (default: stdout). A figure or table with no
 rows is skipped with a note on stderr. A malformed CSV (missing column, wrong
@@ -417,6 +419,84 @@ def plot_construction(rows, path):
     return True
 
 
+def plot_epoch(rows, path):
+    """Table 1 as bars: computation-only seconds per epoch, one group per
+    workload and mode (sweep "epoch"), one bar per strategy (log scale)."""
+    import matplotlib.pyplot as plt
+    sel = [r for r in select(rows, sweep="epoch") if r["epoch_compute_s"] > 0]
+    name = os.path.basename(path)
+    if not sel:
+        note("%s: no rows with sweep=epoch; figure skipped" % name)
+        return False
+    groups = sorted({(r["workload"], r["mode"]) for r in sel},
+                    key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS
+                                   else len(WORKLOADS), k[0], k[1] != "train"))
+    sts = strategies_of(sel)
+    cells = {(r["workload"], r["mode"], r["strategy"]): r["epoch_compute_s"]
+             for r in sel}
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    width = 0.8 / max(len(sts), 1)
+    for i, st in enumerate(sts):
+        colour, _ = style_of(st)
+        xs = [g + (i - (len(sts) - 1) / 2) * width
+              for g, k in enumerate(groups) if (k[0], k[1], st) in cells]
+        ys = [cells[(k[0], k[1], st)] for k in groups
+              if (k[0], k[1], st) in cells]
+        ax.bar(xs, ys, width=width, color=colour, label=st)
+    ax.set_xticks(range(len(groups)))
+    ax.set_xticklabels(["%s\n%s" % k for k in groups], fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("computation per epoch (s, log scale)")
+    desc = "batch %s" % join_values(distinct(sel, "batch"))
+    ax.set_title("Table 1: computation-only time per epoch (%s)" % desc)
+    ax.grid(True, axis="y", which="major", alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    save(fig, path)
+    return True
+
+
+def plot_movement(rows, path):
+    """Table 2 as bars: the share of each minibatch's computation spent
+    moving rows, per strategy, for each workload x mode x batch of the
+    movement runs (strategies that cannot measure it are left out)."""
+    import matplotlib.pyplot as plt
+    sel = [r for r in select(rows, sweep="movement") if r["movement_s"] >= 0]
+    name = os.path.basename(path)
+    if not sel:
+        note("%s: no rows with sweep=movement; figure skipped" % name)
+        return False
+    keys = sorted({(r["workload"], r["mode"], r["batch"]) for r in sel},
+                  key=lambda k: (WORKLOADS.index(k[0]) if k[0] in WORKLOADS
+                                 else len(WORKLOADS), k[0], k[1] != "train",
+                                 k[2]))
+    sts = strategies_of(sel)
+    cells = {(r["workload"], r["mode"], r["batch"], r["strategy"]): r
+             for r in sel}
+    fig, ax = plt.subplots(figsize=(14, 4.8))
+    width = 0.8 / max(len(sts), 1)
+    for i, st in enumerate(sts):
+        colour, _ = style_of(st)
+        xs, moved = [], []
+        for g, k in enumerate(keys):
+            r = cells.get(k + (st,))
+            if r is None:
+                continue
+            xs.append(g + (i - (len(sts) - 1) / 2) * width)
+            moved.append(r["movement_s"] / max(r["compute_s"], 1e-12) * 100)
+        ax.bar(xs, moved, width=width, color=colour, label=st)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(["%s\n%s b%d" % k for k in keys], fontsize=6)
+    ax.set_ylabel("moving rows, % of computation")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title("Table 2: memory movement vs computation per minibatch")
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    save(fig, path)
+    return True
+
+
 def save(fig, path):
     import matplotlib.pyplot as plt
     d = os.path.dirname(path)
@@ -443,6 +523,11 @@ def make_figures(rows, out_dir):
     path = os.path.join(out_dir, "fig9_construction.png")
     if plot_construction(rows, path):
         written.append(path)
+    for fn, fname in ((plot_epoch, "table1_epoch.png"),
+                      (plot_movement, "table2_movement.png")):
+        path = os.path.join(out_dir, fname)
+        if fn(rows, path):
+            written.append(path)
     return written
 
 

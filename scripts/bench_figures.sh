@@ -7,7 +7,8 @@
 #
 #   bash scripts/bench_figures.sh [results-dir]   (default build/bench-results)
 #
-# QUICK=1 runs a small smoke version (few sizes, short repeats) in minutes.
+# QUICK=1 runs a small smoke version (few sizes, short repeats) in minutes,
+# with its figures in <results-dir>/figures instead of docs/figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -90,5 +91,8 @@ done
 each "$out/tree-fc-leaves" sylva,dynamic-decl,dynamic-decl-autobatch --workload tree-fc --leaves "$leaves" \
   --batch 16 --trees 96 --mode train --sweep leaves "${common[@]}"
 
-/usr/bin/python3 scripts/plot_benchmarks.py "$out" --out docs/figures --tables "$out/tables.md"
-echo "bench_figures: tables in $out/tables.md, figures in docs/figures"
+# The full run replaces docs/figures; a QUICK run keeps its figures apart.
+figures=docs/figures
+[[ ${QUICK:-0} != 0 ]] && figures=$out/figures
+/usr/bin/python3 scripts/plot_benchmarks.py "$out" --out "$figures" --tables "$out/tables.md"
+echo "bench_figures: tables in $out/tables.md, figures in $figures"

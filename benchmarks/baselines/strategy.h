@@ -84,6 +84,9 @@ struct StrategyOptions {
   /// dynamic-declaration engine: a clock around its copies). Off for
   /// throughput runs, where the clock reads would cost time themselves.
   bool measure_movement = false;
+  /// Sylva's optimisations (ExecutorOptions), switchable for ablations.
+  bool skip_zero_work = true;
+  bool lazy_param_grads = true;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

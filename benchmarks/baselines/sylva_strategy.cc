@@ -44,7 +44,9 @@ struct SylvaModel {
 class SylvaStrategy final : public Strategy {
  public:
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
-      : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps, {.policy = policy, .threads = o.threads}),
+      : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
+            {.policy = policy, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
+             .lazy_param_grads = o.lazy_param_grads}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
     if (measure_) ex_.set_observer(profiler_.observer());
   }

@@ -51,6 +51,7 @@ struct Options {
   uint64_t seed = 1;
   bool float64 = false;
   bool list = false;
+  bool no_skip_zero_work = false, no_lazy = false;
 };
 
 double median(std::vector<double> v) {
@@ -129,7 +130,9 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
     SYLVA_THROW("[bench] strategy '", name, "' needs libtorch: apt-get install libtorch-dev and reconfigure");
 #endif
   }
-  return make_builtin_strategy(name, cfg, ps, {.threads = o.threads, .measure_movement = o.measure_movement});
+  return make_builtin_strategy(name, cfg, ps,
+                               {.threads = o.threads, .measure_movement = o.measure_movement,
+                                .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy});
 }
 
 std::vector<std::string> available(Workload w) {
@@ -325,6 +328,8 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "parameter initialisation and shuffling")->capture_default_str();
   app.add_flag("--float64", o.float64, "run in double precision");
   app.add_flag("--list", o.list, "print the strategies available for --workload and exit");
+  app.add_flag("--no-skip-zero-work", o.no_skip_zero_work, "sylva: switch off skipping zero work (ablation)");
+  app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
   CLI11_PARSE(app, argc, argv);

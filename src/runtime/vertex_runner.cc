@@ -107,6 +107,18 @@ const ir::Graph& VertexRunner::grad_graph() {
     consumers_b_.assign(df_->size(), {});
     for (const Node& n : df_->nodes())
       for (NodeId in : n.inputs) consumers_b_[static_cast<size_t>(in)].push_back(n.id);
+    // Parameter gradients dW += Xᵀ·dY of two per-vertex values: lazily batched.
+    lazy_index_.assign(df_->size(), -1);
+    lazy_grads_.clear();
+    for (const Node& n : df_->nodes()) {
+      if (n.op != OpKind::ParamGradOut || !folded_[static_cast<size_t>(n.inputs[0])]) continue;
+      const Node& mm = df_->node(n.inputs[0]);
+      const bool rowed = std::all_of(mm.inputs.begin(), mm.inputs.end(),
+                                     [&](NodeId in) { return df_->node(in).type.rowed; });
+      if (!rowed) continue;
+      lazy_index_[static_cast<size_t>(n.id)] = static_cast<int32_t>(lazy_grads_.size());
+      lazy_grads_.push_back(n.id);
+    }
   }
   return *df_;
 }
@@ -348,6 +360,13 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
       if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
       break;
     case OpKind::ParamGradOut: {
+      if (lazy_ && !fwd && lazy_index_[static_cast<size_t>(n.id)] >= 0) {
+        // Lazy batching: note that this task contributes; one GEMM over all
+        // contributing rows runs after the task loop.
+        lazy_live_[static_cast<size_t>(lazy_index_[static_cast<size_t>(n.id)]) * schedule_->tasks.size() +
+                   static_cast<size_t>(task_index)] = 1;
+        return;
+      }
       MatView grad = grad_view(params_[n.attrs.name]);
       if (&v == &bwd_ && folded_[n.inputs[0]]) {
         const Node& mm = v.graph->node(n.inputs[0]);
@@ -403,6 +422,7 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
   d_pull_ = d_pull;
   ExecContext ctx;
   const auto& tasks = schedule_->tasks;
+  if (lazy_) lazy_live_.assign(lazy_grads_.size() * tasks.size(), 0);
   for (size_t ti = tasks.size(); ti-- > 0;) {
     if (skip_) {
       compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, zero_f_);
@@ -410,6 +430,34 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
       compute_dead(task_bits_[ti]);
     }
     for (const Node& n : dg.nodes()) run_node(bwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+  }
+  if (lazy_) run_lazy_param_grads(obs);
+}
+
+// dW += Xᵀ·dY once per run of consecutive contributing tasks (their rows
+// are contiguous): one GEMM over the whole minibatch unless zero work was
+// skipped in some tasks. Reported to the observer as task = tasks.size().
+void VertexRunner::run_lazy_param_grads(const Observer* obs) {
+  const auto& tasks = schedule_->tasks;
+  for (size_t k = 0; k < lazy_grads_.size(); ++k) {
+    const Node& out = df_->node(lazy_grads_[k]);
+    const Node& mm = df_->node(out.inputs[0]);
+    const uint8_t* live = lazy_live_.data() + k * tasks.size();
+    for (size_t ti = 0; ti < tasks.size();) {
+      if (!live[ti]) {
+        ++ti;
+        continue;
+      }
+      Task span{tasks[ti].offset, 0};
+      for (; ti < tasks.size() && live[ti]; ++ti) span.bs += tasks[ti].bs;
+      auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      scratch_in_.clear();
+      for (NodeId in : mm.inputs) scratch_in_.push_back(view(bwd_, in, span));
+      const ExecContext c;
+      backend_.run({mm, scratch_in_, grad_view(params_[out.attrs.name]), c, /*accumulate=*/true});
+      if (obs && *obs)
+        (*obs)({out, *df_, static_cast<int64_t>(tasks.size()), span.bs, std::chrono::steady_clock::now() - start});
+    }
   }
 }
 

@@ -35,6 +35,8 @@ class VertexRunner {
   void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {});
   /// See ExecutorOptions::skip_zero_work.
   void set_skip_zero_work(bool on) { skip_ = on; }
+  /// See ExecutorOptions::lazy_param_grads.
+  void set_lazy_param_grads(bool on) { lazy_ = on; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_; }
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
@@ -94,6 +96,13 @@ class VertexRunner {
   std::vector<uint8_t> zero_f_, zero_b_, dead_b_;  // of the current task
   std::vector<std::vector<ir::NodeId>> consumers_b_;  // ∂F node -> nodes reading it
   std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
+
+  // Lazy batching of parameter gradients (dW += Xᵀ·dY after the task loop).
+  void run_lazy_param_grads(const Observer* obs);
+  bool lazy_ = true;
+  std::vector<ir::NodeId> lazy_grads_;  // ParamGradOut nodes batched lazily
+  std::vector<int32_t> lazy_index_;     // ∂F node -> index into lazy_grads_, or -1
+  std::vector<uint8_t> lazy_live_;      // [lazy node][task]: the task contributes
 };
 
 }  // namespace sylva::detail

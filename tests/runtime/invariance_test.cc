@@ -63,8 +63,8 @@ struct Run {
   size_t tasks;
 };
 
-Run run(Model& m, const GraphBatch& b, BatchingPolicy policy, bool skip_zero_work = true) {
-  Executor ex(m.p, m.ps, {.policy = policy, .seed = 5, .skip_zero_work = skip_zero_work});
+Run run(Model& m, const GraphBatch& b, BatchingPolicy policy, bool skip_zero_work = true, bool lazy = true) {
+  Executor ex(m.p, m.ps, {.policy = policy, .seed = 5, .skip_zero_work = skip_zero_work, .lazy_param_grads = lazy});
   ex.forward(b, Mode::train);
   Run r{ex.scalar(m.loss), {}, ex.schedule().tasks.size()};
   m.ps.zero_grad();
@@ -140,11 +140,16 @@ TEST(SkipZeroWork, SameLossAndGradientsAsRunningEverything) {
       for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
         const std::string what = std::string(slots ? "tree" : "dag") + " trial " + std::to_string(trial) + " " +
                                  policy_name(policy);
-        const auto all = run(m, b, policy, false), skipped = run(m, b, policy, true);
-        EXPECT_LE(std::abs(all.loss - skipped.loss), 1e-12 * std::max(1.0, std::abs(all.loss))) << what;
-        auto params = m.ps.all();
-        for (size_t k = 0; k < params.size(); ++k)
-          EXPECT_LE(test::relative_error(all.grads[k], skipped.grads[k]), 1e-12) << what << " " << params[k]->name;
+        // Reference: no optimisation; then each alone and both together.
+        const auto all = run(m, b, policy, false, false);
+        for (auto [skip, lazy] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+          const auto opt = run(m, b, policy, skip, lazy);
+          const std::string which = what + (skip ? " skip" : "") + (lazy ? " lazy" : "");
+          EXPECT_LE(std::abs(all.loss - opt.loss), 1e-12 * std::max(1.0, std::abs(all.loss))) << which;
+          auto params = m.ps.all();
+          for (size_t k = 0; k < params.size(); ++k)
+            EXPECT_LE(test::relative_error(all.grads[k], opt.grads[k]), 1e-12) << which << " " << params[k]->name;
+        }
       }
     }
   }
@@ -188,6 +193,37 @@ TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
     EXPECT_LT((skipped[{ir::GraphKind::vertex_gradient, t}]), (all[{ir::GraphKind::vertex_gradient, t}]))
         << "task " << t;
   }
+}
+
+// Lazy batching: each parameter gradient of F that is a product of two
+// per-vertex values (dW, dU) runs once per minibatch, after the task loop,
+// over all rows; per-task ones (the bias's row sums) stay in the loop.
+TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
+  std::mt19937_64 rng(8);
+  Model m(3, 0.0);
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 5; ++s) {
+    graphs.push_back(test::random_tree(rng, 20, 3, false, "t" + std::to_string(s)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  GraphBatch b = GraphBatch::of(graphs);
+  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = false});
+  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> grads;  // param -> (task, rows) per event
+  ex.set_observer([&](const OpEvent& e) {
+    if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.node.op == ir::OpKind::ParamGradOut)
+      grads[e.node.attrs.name].push_back({e.task, e.rows});
+  });
+  ex.forward(b, Mode::train);
+  m.ps.zero_grad();
+  ex.backward(m.loss);
+  const auto tasks = static_cast<int64_t>(ex.schedule().tasks.size());
+  ASSERT_GT(tasks, 3);
+  for (const char* name : {"W", "U"}) {
+    ASSERT_EQ(grads[name].size(), 1u) << name;
+    EXPECT_EQ(grads[name][0].first, tasks) << name << " runs after the task loop";
+    EXPECT_EQ(grads[name][0].second, b.num_vertices()) << name << " covers every row";
+  }
+  EXPECT_EQ(static_cast<int64_t>(grads["b"].size()), tasks);  // the bias gradient stays per task
 }
 
 TEST(Invariance, BfsTasksFollowLevels) {

@@ -29,6 +29,10 @@ struct ExecutorOptions {
   /// parameter-gradient products and the gradients that flow only to absent
   /// children (or to pulled rows looked up with id -1) are not computed.
   bool skip_zero_work = true;
+  /// Lazy batching: parameter gradients dW += Xᵀ·dY of F run once after
+  /// ∂F's task loop, as one GEMM over all rows of the minibatch (per run of
+  /// tasks that contribute), instead of one small GEMM per task.
+  bool lazy_param_grads = true;
 };
 
 /// What an observer is told after each op runs (for profiling).

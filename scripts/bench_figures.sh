@@ -7,8 +7,8 @@
 #
 #   bash scripts/bench_figures.sh [results-dir]   (default build/bench-results)
 #
-# QUICK=1 runs a small smoke version (few sizes, short repeats) in minutes,
-# with its figures in <results-dir>/figures instead of docs/figures.
+# QUICK=1 runs a small smoke version (few sizes, short repeats; about 10
+# minutes), with its figures in <results-dir>/figures, not docs/figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +36,11 @@ suite=build/release/benchmarks/bench_suite
 
 if [[ ${QUICK:-0} != 0 ]]; then
   batches="1,16"; big_batch=64; hiddens="64,256"; leaves="32,128"; repeats=2; min_time=0.2; max=512
+  movement_batches="16,64"
 else
   batches="1,4,16,256"; big_batch=64; hiddens="64,128,256,512,1024"; leaves="32,64,128,256,512,1024"
   repeats=3; min_time=0.5; max=0
+  movement_batches="16,64,256"
 fi
 common=(--threads 1 --repeats "$repeats" --min-time "$min_time" --max-samples "$max")
 
@@ -84,7 +86,7 @@ for w in tree-lstm var-lstm fixed-lstm tree-fc; do
   each "$out/$w-hidden" "$(focus "$w")" --workload "$w" --batch 64 --hidden "$hiddens" --mode train --sweep hidden \
     "${common[@]}"
   # Table 2: memory movement vs computation (clock reads around every op).
-  each "$out/$w-movement" "$(focus "$w")" --workload "$w" --batch 16,64,256 --mode both --sweep movement \
+  each "$out/$w-movement" "$(focus "$w")" --workload "$w" --batch "$movement_batches" --mode both --sweep movement \
     --measure-movement "${common[@]}"
 done
 # Fig. 9: graph construction vs graph size (Tree-FC, batch 16).

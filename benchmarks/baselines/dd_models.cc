@@ -183,51 +183,50 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
       g.loss(g.add_bias(g.matmul(x_[static_cast<size_t>(v)], *Ws_), *bs_), labels[static_cast<size_t>(v)]);
 }
 
+GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
+    : ps_(ps), backend_(backend_for(Device::cpu())), graph_(ps, backend_), measure_(o.measure_movement) {
+  backend_.set_threads(o.threads);
+}
+
+StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train) {
+  StepStats s;
+  s.loss = graph_.forward(autobatch, train, measure_);
+  double compute = graph_.stats().compute_s;
+  if (train) {
+    auto t1 = std::chrono::steady_clock::now();
+    ps_.zero_grad(first_ ? nullptr : &touched_);
+    first_ = false;
+    graph_.backward();
+    touched_ = graph_.touched_rows();
+    compute += seconds_since(t1);
+  }
+  s.build_s = declared + graph_.stats().schedule_s;
+  s.compute_s = compute;
+  s.movement_s = measure_ ? graph_.stats().movement_s : -1.0;
+  s.kernels = graph_.stats().kernels;
+  return s;
+}
+
 namespace {
 
-class DynamicDeclStrategy final : public Strategy {
+class DynamicDeclStrategy final : public GraphStrategy {
  public:
   DynamicDeclStrategy(const ModelConfig& cfg, ParameterSet& ps, bool autobatch, bool dense, const StrategyOptions& o)
-      : ps_(ps), backend_(backend_for(Device::cpu())), graph_(ps, backend_), model_(cfg, ps, dense),
-        autobatch_(autobatch), dense_(dense), measure_(o.measure_movement) {
-    backend_.set_threads(o.threads);
-  }
+      : GraphStrategy(ps, o), model_(cfg, ps, dense), autobatch_(autobatch), dense_(dense) {}
 
   std::string name() const override {
     return std::string(autobatch_ ? "dynamic-decl-autobatch" : "dynamic-decl") + (dense_ ? "-dense" : "");
   }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
-    StepStats s;
-    auto t0 = std::chrono::steady_clock::now();
-    graph_.clear();
-    for (const InputGraph& sample : batch) model_.declare(graph_, sample);
-    const double declare = seconds_since(t0);
-    s.loss = graph_.forward(autobatch_, train, measure_);
-    double compute = graph_.stats().compute_s;
-    if (train) {
-      auto t1 = std::chrono::steady_clock::now();
-      ps_.zero_grad(first_ ? nullptr : &touched_);
-      first_ = false;
-      graph_.backward();
-      touched_ = graph_.touched_rows();
-      compute += seconds_since(t1);
-    }
-    s.build_s = declare + graph_.stats().schedule_s;
-    s.compute_s = compute;
-    s.movement_s = measure_ ? graph_.stats().movement_s : -1.0;
-    s.kernels = graph_.stats().kernels;
-    return s;
+    return run_step(autobatch_, train, [&](Graph& g) {
+      for (const InputGraph& sample : batch) model_.declare(g, sample);
+    });
   }
 
  private:
-  ParameterSet& ps_;
-  Backend& backend_;
-  Graph graph_;
   ModelDeclarer model_;
-  bool autobatch_, dense_, measure_;
-  bool first_ = true;
-  RowSparsity touched_;
+  bool autobatch_, dense_;
 };
 
 }  // namespace

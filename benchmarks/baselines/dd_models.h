@@ -5,6 +5,8 @@
 // example models (examples/common), so losses and gradients agree.
 #pragma once
 
+#include <chrono>
+
 #include "dynamic_decl.h"
 #include "strategy.h"
 
@@ -33,6 +35,32 @@ class ModelDeclarer {
   // Per-sample work arrays.
   std::vector<int32_t> order_;
   std::vector<Expr> h_, c_, x_;
+};
+
+/// A Strategy over a dd::Graph: declaring, running and differentiating a
+/// minibatch, with the gradient bookkeeping (lookup tables zeroed only on
+/// the rows the previous step touched) shared by every dd-based strategy.
+class GraphStrategy : public Strategy {
+ protected:
+  GraphStrategy(ParameterSet& ps, const StrategyOptions& o);
+  /// Times declare(graph()) as construction, then forward (and backward).
+  template <class Declare>
+  StepStats run_step(bool autobatch, bool train, Declare&& declare) {
+    auto t0 = std::chrono::steady_clock::now();
+    graph_.clear();
+    declare(graph_);
+    const double declared = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return finish_step(declared, autobatch, train);
+  }
+
+ private:
+  StepStats finish_step(double declared, bool autobatch, bool train);
+  ParameterSet& ps_;
+  Backend& backend_;
+  Graph graph_;
+  bool measure_;
+  bool first_ = true;
+  RowSparsity touched_;
 };
 
 /// One step of Zaremba et al.'s LSTM on row blocks: gates = x·W + b, plus

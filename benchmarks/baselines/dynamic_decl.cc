@@ -471,9 +471,9 @@ void Graph::run_group(const Group& g) {
       break;
     }
     case Op::Concat: {
-      std::vector<MatView> in;
-      for (int k = 0; k < first.nargs; ++k) in.push_back(input_block(g, k));
-      kernel(OpKind::Concat, in, out);
+      concat_in_.clear();  // reused: no allocation per group
+      for (int k = 0; k < first.nargs; ++k) concat_in_.push_back(input_block(g, k));
+      kernel(OpKind::Concat, concat_in_, out);
       break;
     }
     case Op::Slice: {

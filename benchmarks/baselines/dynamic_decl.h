@@ -160,6 +160,7 @@ class Graph {
   std::vector<int64_t> gathered_offsets_;
   Buffer values_, grads_, gathered_, gathered_grads_, ids_buf_;
   std::vector<Buffer> scratch_;
+  std::vector<MatView> concat_in_;
   int64_t value_elems_ = 0, gathered_elems_ = 0;
   bool forwarded_ = false, training_ = false, time_movement_ = false;
   RunStats stats_;

@@ -12,13 +12,11 @@
 namespace sylva::bench {
 namespace {
 
-class PaddedStrategy final : public Strategy {
+class PaddedStrategy final : public dd::GraphStrategy {
  public:
-  PaddedStrategy(const ModelConfig& cfg, ParameterSet& ps, const StrategyOptions& o)
-      : cfg_(cfg), ps_(ps), backend_(backend_for(Device::cpu())), graph_(ps, backend_), measure_(o.measure_movement) {
+  PaddedStrategy(const ModelConfig& cfg, ParameterSet& ps, const StrategyOptions& o) : GraphStrategy(ps, o), cfg_(cfg) {
     SYLVA_CHECK(cfg.workload == Workload::var_lstm || cfg.workload == Workload::fixed_lstm,
                 "[bench] the padded strategy runs the LSTM workloads only, not ", workload_name(cfg.workload));
-    backend_.set_threads(o.threads);
     E_ = &ps["E"];
     Ws_ = &ps["Ws"];
     bs_ = &ps["bs"];
@@ -32,31 +30,12 @@ class PaddedStrategy final : public Strategy {
   std::string name() const override { return "padded"; }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
-    StepStats s;
-    auto t0 = std::chrono::steady_clock::now();
-    declare(batch);
-    const double declare_s = seconds_since(t0);
-    s.loss = graph_.forward(/*autobatch=*/false, train, measure_);
-    double compute = graph_.stats().compute_s;
-    if (train) {
-      auto t1 = std::chrono::steady_clock::now();
-      ps_.zero_grad(first_ ? nullptr : &touched_);
-      first_ = false;
-      graph_.backward();
-      touched_ = graph_.touched_rows();
-      compute += seconds_since(t1);
-    }
-    s.build_s = declare_s + graph_.stats().schedule_s;
-    s.compute_s = compute;
-    s.movement_s = measure_ ? graph_.stats().movement_s : -1.0;
-    s.kernels = graph_.stats().kernels;
-    return s;
+    return run_step(/*autobatch=*/false, train, [&](dd::Graph& g) { declare(g, batch); });
   }
 
  private:
   // Pads the batch to its longest chain and declares the unrolled graph.
-  void declare(std::span<const InputGraph> batch) {
-    graph_.clear();
+  void declare(dd::Graph& g, std::span<const InputGraph> batch) {
     const int64_t B = static_cast<int64_t>(batch.size()), H = cfg_.hidden;
     int64_t T = 0;
     for (const InputGraph& c : batch) {
@@ -74,27 +53,27 @@ class PaddedStrategy final : public Strategy {
     for (int64_t t = 0; t < T; ++t) {
       bool padded = false;
       for (int64_t b = 0; b < B; ++b) {
-        const InputGraph& g = batch[static_cast<size_t>(b)];
-        const bool real = t < g.num_vertices();
+        const InputGraph& sample = batch[static_cast<size_t>(b)];
+        const bool real = t < sample.num_vertices();
         padded = padded || !real;
-        words_[static_cast<size_t>(b)] = real ? g.ids("words")[static_cast<size_t>(t)] : -1;
+        words_[static_cast<size_t>(b)] = real ? sample.ids("words")[static_cast<size_t>(t)] : -1;
       }
-      x[static_cast<size_t>(t)] = graph_.lookup(*E_, words_);
+      x[static_cast<size_t>(t)] = g.lookup(*E_, words_);
       if (padded) {
         mask_values_.assign(static_cast<size_t>(B * H), 0.0);
         for (int64_t b = 0; b < B; ++b)
           if (t < batch[static_cast<size_t>(b)].num_vertices())
             std::fill_n(mask_values_.begin() + b * H, H, 1.0);
-        mask[static_cast<size_t>(t)] = graph_.constant(B, H, mask_values_);
+        mask[static_cast<size_t>(t)] = g.constant(B, H, mask_values_);
       }
     }
     for (size_t l = 0; l < W_.size(); ++l) {
       for (int64_t t = 0; t < T; ++t) {
-        auto [hn, cn] = dd::lstm_step(graph_, x[static_cast<size_t>(t)], t > 0 ? h[static_cast<size_t>(t - 1)] : -1,
+        auto [hn, cn] = dd::lstm_step(g, x[static_cast<size_t>(t)], t > 0 ? h[static_cast<size_t>(t - 1)] : -1,
                                       t > 0 ? c[static_cast<size_t>(t - 1)] : -1, *W_[l], *U_[l], *b_[l], H);
         if (mask[static_cast<size_t>(t)] >= 0) {
-          hn = graph_.mul(hn, mask[static_cast<size_t>(t)]);
-          cn = graph_.mul(cn, mask[static_cast<size_t>(t)]);
+          hn = g.mul(hn, mask[static_cast<size_t>(t)]);
+          cn = g.mul(cn, mask[static_cast<size_t>(t)]);
         }
         h[static_cast<size_t>(t)] = hn;
         c[static_cast<size_t>(t)] = cn;
@@ -103,20 +82,14 @@ class PaddedStrategy final : public Strategy {
     }
     for (int64_t t = 0; t < T; ++t) {
       for (int64_t b = 0; b < B; ++b) {
-        const InputGraph& g = batch[static_cast<size_t>(b)];
-        labels_[static_cast<size_t>(b)] = t < g.num_vertices() ? g.ids("labels")[static_cast<size_t>(t)] : -1;
+        const InputGraph& sample = batch[static_cast<size_t>(b)];
+        labels_[static_cast<size_t>(b)] = t < sample.num_vertices() ? sample.ids("labels")[static_cast<size_t>(t)] : -1;
       }
-      graph_.loss(graph_.add_bias(graph_.matmul(x[static_cast<size_t>(t)], *Ws_), *bs_), labels_);
+      g.loss(g.add_bias(g.matmul(x[static_cast<size_t>(t)], *Ws_), *bs_), labels_);
     }
   }
 
   ModelConfig cfg_;
-  ParameterSet& ps_;
-  Backend& backend_;
-  dd::Graph graph_;
-  bool measure_;
-  bool first_ = true;
-  RowSparsity touched_;
   Parameter *E_, *Ws_, *bs_;
   std::vector<Parameter*> W_, U_, b_;
   std::vector<int32_t> words_, labels_;

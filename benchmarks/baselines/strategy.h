@@ -32,6 +32,9 @@ struct ModelConfig {
   int64_t classes = 5;   // Tree-LSTM / Tree-FC classes (LSTMs predict the vocabulary)
   int64_t layers = 1;    // LSTM layers
   DType dtype = DType::f32;
+  /// LSTMs, Sylva only: x·W + b inside the vertex function (see
+  /// examples::LstmLmConfig::projection_in_cell).
+  bool projection_in_cell = false;
 };
 
 /// Adds the workload's parameters (same names and layouts as the example
@@ -87,6 +90,7 @@ struct StrategyOptions {
   /// Sylva's optimisations (ExecutorOptions), switchable for ablations.
   bool skip_zero_work = true;
   bool lazy_param_grads = true;
+  bool eager_batching = true;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

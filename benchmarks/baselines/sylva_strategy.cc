@@ -27,7 +27,8 @@ struct SylvaModel {
         break;
       case Workload::var_lstm: case Workload::fixed_lstm:
         lstm.emplace(ps, examples::LstmLmConfig{.vocab = c.vocab, .embed = c.embed, .hidden = c.hidden,
-                                                .layers = c.layers, .dtype = c.dtype});
+                                                .layers = c.layers, .dtype = c.dtype,
+                                                .projection_in_cell = c.projection_in_cell});
         program = &lstm->program;
         loss = lstm->loss;
         break;
@@ -46,7 +47,7 @@ class SylvaStrategy final : public Strategy {
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
             {.policy = policy, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
-             .lazy_param_grads = o.lazy_param_grads}),
+             .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
     if (measure_) ex_.set_observer(profiler_.observer());
   }

@@ -51,7 +51,8 @@ struct Options {
   uint64_t seed = 1;
   bool float64 = false;
   bool list = false;
-  bool no_skip_zero_work = false, no_lazy = false;
+  bool no_skip_zero_work = false, no_lazy = false, no_eager = false;
+  bool projection_in_cell = false;
 };
 
 double median(std::vector<double> v) {
@@ -125,6 +126,7 @@ nlohmann::json to_json(const Row& r) {
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
   if (name.rfind("libtorch", 0) == 0) {
 #if SYLVA_HAVE_TORCH
+    SYLVA_CHECK(!cfg.projection_in_cell, "[bench] --projection-in-cell applies to the sylva strategies only");
     return make_torch_strategy(name, cfg, ps, o.threads);
 #else
     SYLVA_THROW("[bench] strategy '", name, "' needs libtorch: apt-get install libtorch-dev and reconfigure");
@@ -132,7 +134,8 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
   }
   return make_builtin_strategy(name, cfg, ps,
                                {.threads = o.threads, .measure_movement = o.measure_movement,
-                                .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy});
+                                .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
+                                .eager_batching = !o.no_eager});
 }
 
 std::vector<std::string> available(Workload w) {
@@ -240,7 +243,7 @@ int run(const Options& o) {
     std::fprintf(stderr, "[bench] %s: %s\n", o.workload.c_str(), data.description.c_str());
     for (int64_t h : hiddens) {
       ModelConfig cfg{.workload = w, .vocab = data.vocab, .hidden = h, .classes = data.classes, .layers = o.layers,
-                      .dtype = o.float64 ? DType::f64 : DType::f32};
+                      .dtype = o.float64 ? DType::f64 : DType::f32, .projection_in_cell = o.projection_in_cell};
       cfg.embed = o.embed > 0 ? o.embed : w == Workload::tree_lstm ? 300 : h;
       ParameterSet ps(cfg.dtype, o.seed);
       add_params(ps, cfg);
@@ -330,6 +333,9 @@ int main(int argc, char** argv) {
   app.add_flag("--list", o.list, "print the strategies available for --workload and exit");
   app.add_flag("--no-skip-zero-work", o.no_skip_zero_work, "sylva: switch off skipping zero work (ablation)");
   app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
+  app.add_flag("--no-eager", o.no_eager, "sylva: switch off eager batching (ablation)");
+  app.add_flag("--projection-in-cell", o.projection_in_cell,
+               "LSTMs, sylva only: write x·W + b inside the vertex function instead of the program");
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
   CLI11_PARSE(app, argc, argv);

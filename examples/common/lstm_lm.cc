@@ -26,7 +26,9 @@ void add_lstm_lm_params(ParameterSet& ps, const LstmLmConfig& c) {
 
 VertexFunction lstm_cell(ParameterSet& ps, const LstmLmConfig& c, int64_t layer) {
   VertexFunction f("lstm" + std::to_string(layer), 2 * c.hidden, c.dtype);
-  Symbol p = f.pull(4 * c.hidden);
+  Symbol p = c.projection_in_cell ? matmul(f.pull(layer == 1 ? c.embed : c.hidden), f.param(ps[layer_param("W", layer)])) +
+                                        f.param(ps[layer_param("b", layer)])
+                                  : f.pull(4 * c.hidden);
   auto [h, cell] = split<2>(f.gather(0));
   auto [i, fg, o, u] = split<4>(p + matmul(h, f.param(ps[layer_param("U", layer)])));
   Symbol c2 = sigmoid(fg) * cell + sigmoid(i) * tanh(u);
@@ -40,8 +42,10 @@ LstmLm::LstmLm(ParameterSet& ps, const LstmLmConfig& c) : cfg(c), program(c.dtyp
   Symbol x = dropout(lookup(program.param(ps["E"]), program.input_ids("words")), c.dropout);
   for (int64_t l = 1; l <= c.layers; ++l) {
     cells.push_back(lstm_cell(ps, c, l));
-    Symbol projected = matmul(x, program.param(ps[layer_param("W", l)])) + program.param(ps[layer_param("b", l)]);
-    x = dropout(program.apply(cells.back(), projected), c.dropout);
+    Symbol in = c.projection_in_cell ? x
+                                     : matmul(x, program.param(ps[layer_param("W", l)])) +
+                                           program.param(ps[layer_param("b", l)]);
+    x = dropout(program.apply(cells.back(), in), c.dropout);
   }
   logits = matmul(x, program.param(ps["Ws"])) + program.param(ps["bs"]);
   loss = softmax_cross_entropy(logits, program.input_ids("labels"));

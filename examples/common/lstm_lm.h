@@ -28,6 +28,10 @@ struct LstmLmConfig {
   double dropout = 0.0;      // on the embeddings, between layers and on the softmax input
   double init_scale = 0.1;   // every parameter ~ U(-s, s), biases included (Zaremba et al.)
   DType dtype = DType::f32;
+  /// Write the input projection x·W + b inside the cell (as a user who does
+  /// not hoist it would) instead of in the program: the same model, for
+  /// measuring eager batching.
+  bool projection_in_cell = false;
 };
 
 /// Adds E [vocab, embed]; per layer l = 1..layers: W<l> [in, 4h], U<l>
@@ -35,7 +39,7 @@ struct LstmLmConfig {
 void add_lstm_lm_params(ParameterSet& ps, const LstmLmConfig& cfg);
 
 /// The cell of layer `layer` (1-based): pulls the projected input
-/// p = x·W + b [4h], gathers [h; c] from its predecessor (zeros at a chain's
+/// p = x·W + b [4h] (or pulls x and projects it, with projection_in_cell), gathers [h; c] from its predecessor (zeros at a chain's
 /// start), gates = p + h·U split into i, f, o, u;
 /// c' = σ(f)⊙c + σ(i)⊙tanh(u); h' = σ(o)⊙tanh(c'). Scatters [h'; c'] and
 /// pushes h'.

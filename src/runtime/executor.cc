@@ -91,6 +91,7 @@ struct Executor::Impl {
           const auto t1 = std::chrono::steady_clock::now();
           r.set_skip_zero_work(options.skip_zero_work);
           r.set_lazy_param_grads(options.lazy_param_grads);
+          r.set_eager_batching(options.eager_batching);
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;

@@ -107,18 +107,7 @@ const ir::Graph& VertexRunner::grad_graph() {
     consumers_b_.assign(df_->size(), {});
     for (const Node& n : df_->nodes())
       for (NodeId in : n.inputs) consumers_b_[static_cast<size_t>(in)].push_back(n.id);
-    // Parameter gradients dW += Xᵀ·dY of two per-vertex values: lazily batched.
-    lazy_index_.assign(df_->size(), -1);
-    lazy_grads_.clear();
-    for (const Node& n : df_->nodes()) {
-      if (n.op != OpKind::ParamGradOut || !folded_[static_cast<size_t>(n.inputs[0])]) continue;
-      const Node& mm = df_->node(n.inputs[0]);
-      const bool rowed = std::all_of(mm.inputs.begin(), mm.inputs.end(),
-                                     [&](NodeId in) { return df_->node(in).type.rowed; });
-      if (!rowed) continue;
-      lazy_index_[static_cast<size_t>(n.id)] = static_cast<int32_t>(lazy_grads_.size());
-      lazy_grads_.push_back(n.id);
-    }
+    phases_dirty_ = true;
   }
   return *df_;
 }
@@ -145,6 +134,103 @@ void VertexRunner::init_values(Values& v, const ir::Graph& g) {
     v.home[n.id] = h;
     if (h == Home::arena) v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype);
   }
+  v.phase.assign(g.size(), Phase::loop);
+  v.pre.clear();
+  v.post.clear();
+}
+
+// Eager batching: nodes that depend on no message from a child (gather in
+// F, scatter gradient in ∂F) run before the task loop; nodes whose result
+// reaches no message to another vertex (scatter in F, gather gradients in
+// ∂F) run after it -- each once over all rows (per run of tasks that need
+// it) instead of once per task. Lazy batching moves parameter gradients
+// dW += Xᵀ·dY after the loop on its own. A node after the loop must not
+// read a fixed-size value of the loop (it would see the last task's only),
+// and no node of the loop may read one computed after it.
+void VertexRunner::plan_phases(Values& v, bool backward) {
+  const ir::Graph& g = *v.graph;
+  const size_t size = g.size();
+  const auto carried_in = [&](const Node& n) {
+    return backward ? n.op == OpKind::ScatterGradIn : n.op == OpKind::Gather || n.op == OpKind::GatherReduce;
+  };
+  const auto carried_out = [&](const Node& n) {
+    return backward ? n.op == OpKind::GatherGradOut || n.op == OpKind::GatherReduceGradOut : n.op == OpKind::Scatter;
+  };
+  const auto runs = [&](NodeId id) { return v.home[id] == Home::arena || v.home[id] == Home::fixed ||
+                                            v.home[id] == Home::none; };
+  std::vector<std::vector<NodeId>> consumers(size);
+  for (const Node& n : g.nodes())
+    for (NodeId in : n.inputs) consumers[static_cast<size_t>(in)].push_back(n.id);
+  std::vector<uint8_t> pre_ok(size, 0), feeds_out(size, 0);
+  for (const Node& n : g.nodes()) {
+    bool ok = !carried_in(n);
+    for (NodeId in : n.inputs) ok = ok && pre_ok[static_cast<size_t>(in)];
+    pre_ok[static_cast<size_t>(n.id)] = ok;
+  }
+  for (size_t i = size; i-- > 0;) {
+    bool f = carried_out(g.node(static_cast<NodeId>(i)));
+    for (NodeId c : consumers[i]) f = f || feeds_out[static_cast<size_t>(c)];
+    feeds_out[i] = f;
+  }
+  // A matmul folded into its ParamGradOut runs there: it takes that phase.
+  const auto folded = [&](NodeId id) { return backward && folded_[static_cast<size_t>(id)]; };
+  std::vector<Phase>& ph = v.phase;
+  ph.assign(size, Phase::loop);
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<size_t>(n.id);
+    if (!runs(n.id)) {
+      ph[i] = Phase::pre;  // parameters, forward values, the scatter gradient: read anywhere
+      continue;
+    }
+    const bool boundary_out = n.op == OpKind::GatherGradOut || n.op == OpKind::GatherReduceGradOut ||
+                              n.op == OpKind::Scatter || n.op == OpKind::Push || n.op == OpKind::ParamGradOut;
+    if (eager_ && pre_ok[i] && !boundary_out && !folded(n.id)) {
+      ph[i] = Phase::pre;
+    } else if (!feeds_out[i] && !carried_in(n) && !folded(n.id) && n.op != OpKind::Scatter &&
+               n.op != OpKind::Push && (n.type.rowed || v.home[i] == Home::none) &&
+               (eager_ || (lazy_ && n.op == OpKind::ParamGradOut))) {
+      ph[i] = Phase::post;
+    }
+  }
+  const auto inputs_of = [&](const Node& n) -> const std::vector<NodeId>& {
+    return n.op == OpKind::ParamGradOut && folded(n.inputs[0]) ? g.node(n.inputs[0]).inputs : n.inputs;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Node& n : g.nodes()) {
+      const auto i = static_cast<size_t>(n.id);
+      if (folded(n.id)) continue;
+      for (NodeId in : inputs_of(n)) {
+        const auto j = static_cast<size_t>(in);
+        if (ph[i] == Phase::post && ph[j] == Phase::loop && !g.node(in).type.rowed) {
+          ph[i] = Phase::loop;  // would read only the last task's fixed-size value
+          changed = true;
+        } else if (ph[i] != Phase::post && ph[j] == Phase::post) {
+          ph[j] = Phase::loop;  // needed inside the loop
+          changed = true;
+        }
+      }
+    }
+  }
+  v.pre.clear();
+  v.post.clear();
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<size_t>(n.id);
+    if (folded(n.id)) {
+      for (NodeId c : consumers[i]) ph[i] = ph[static_cast<size_t>(c)];
+      continue;
+    }
+    if (!runs(n.id)) continue;
+    if (ph[i] == Phase::pre) v.pre.push_back(n.id);
+    if (ph[i] == Phase::post) v.post.push_back(n.id);
+  }
+}
+
+void VertexRunner::ensure_phases() {
+  if (!phases_dirty_) return;
+  plan_phases(fwd_, false);
+  if (df_) plan_phases(bwd_, true);
+  phases_dirty_ = false;
 }
 
 void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids) {
@@ -188,10 +274,8 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   // What is absent at every row of each task (see skip_zero_work).
   task_bits_.assign(schedule.tasks.size(), 0);
   task_pull_zero_.assign(schedule.tasks.size(), 0);
-  int64_t max_bs = 0;
   for (size_t ti = 0; ti < schedule.tasks.size(); ++ti) {
     const Task& t = schedule.tasks[ti];
-    max_bs = std::max(max_bs, t.bs);
     uint64_t bits = 0;
     for (int64_t slot = 0; slot < std::min<int64_t>(slots, 62); ++slot) {
       const int32_t* c = child_rows_[static_cast<size_t>(slot)].data() + t.offset;
@@ -205,7 +289,8 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
     }
     task_bits_[ti] = bits;
   }
-  minus_ones_.assign(static_cast<size_t>(max_bs), -1);
+  minus_ones_.assign(static_cast<size_t>(rows), -1);
+  ensure_phases();
   zero_f_.assign(g.size(), 0);
   for (size_t i = 0; i < fwd_.arena.size(); ++i)
     if (fwd_.home[i] == Home::arena) fwd_.arena[i].reserve_rows(rows);
@@ -310,16 +395,13 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
 
 void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                             const Observer* obs) {
-  Home h = v.home[n.id];
+  const Home h = v.home[n.id];
   if (h == Home::param || h == Home::forward || h == Home::scatter_grad) return;
+  if (v.phase[n.id] != Phase::loop) return;
   if (&v == &bwd_ && folded_[n.id]) return;  // runs at its ParamGradOut
   const bool fwd = &v == &fwd_;
   if (skip_ && !fwd && dead_b_[static_cast<size_t>(n.id)]) {
-    // Unused pull rows get zeros rather than stale values.
-    if (n.op == OpKind::PullGradOut && d_pull_.data)
-      backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
-                         {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
-    ++skipped_;
+    skip_unneeded(n, t);
     return;
   }
   if (skip_ && fwd && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
@@ -328,6 +410,33 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
                        : zero_from_inputs(n, zero_f_);
     zero_f_[static_cast<size_t>(n.id)] = z;
   }
+  if (skip_ && (h == Home::arena || h == Home::fixed) && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
+      (fwd ? zero_f_ : zero_b_)[static_cast<size_t>(n.id)]) {
+    backend_.fill_zero(h == Home::arena ? view(v, n.id, t)
+                                        : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype));
+    ++skipped_;  // known zero: no kernel
+    return;
+  }
+  exec_node(v, n, t, task_index, ctx, obs);
+  if (skip_ && n.op == OpKind::Pull) {
+    const bool z = all_zero_bytes(view(v, n.id, t));
+    zero_f_[static_cast<size_t>(n.id)] = z;
+    task_pull_zero_[static_cast<size_t>(task_index)] = z;
+  }
+}
+
+// An unneeded ∂F node is not computed; unused pull rows get zeros rather
+// than stale values.
+void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
+  if (n.op == OpKind::PullGradOut && d_pull_.data)
+    backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
+                       {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
+  ++skipped_;
+}
+
+void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
+                             const Observer* obs) {
+  const Home h = v.home[n.id];
   auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto window = [&](const std::vector<int32_t>& table) {
     return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
@@ -336,11 +445,6 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     case OpKind::Scatter: case OpKind::Push: return;  // markers: their input's arena is the value
     case OpKind::Pull: case OpKind::Gather: case OpKind::GatherReduce: case OpKind::PushGradIn:
       run_boundary(n, t, view(v, n.id, t));
-      if (skip_ && n.op == OpKind::Pull) {
-        const bool z = all_zero_bytes(view(v, n.id, t));
-        zero_f_[static_cast<size_t>(n.id)] = z;
-        task_pull_zero_[static_cast<size_t>(task_index)] = z;
-      }
       break;
     case OpKind::GatherGradOut: {
       MatView all = {scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()};
@@ -360,13 +464,6 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
       if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
       break;
     case OpKind::ParamGradOut: {
-      if (lazy_ && !fwd && lazy_index_[static_cast<size_t>(n.id)] >= 0) {
-        // Lazy batching: note that this task contributes; one GEMM over all
-        // contributing rows runs after the task loop.
-        lazy_live_[static_cast<size_t>(lazy_index_[static_cast<size_t>(n.id)]) * schedule_->tasks.size() +
-                   static_cast<size_t>(task_index)] = 1;
-        return;
-      }
       MatView grad = grad_view(params_[n.attrs.name]);
       if (&v == &bwd_ && folded_[n.inputs[0]]) {
         const Node& mm = v.graph->node(n.inputs[0]);
@@ -384,11 +481,6 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
       for (NodeId in : n.inputs) scratch_in_.push_back(view(v, in, t));
       MatView out = h == Home::arena ? view(v, n.id, t)
                                      : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype);
-      if (skip_ && (fwd ? zero_f_ : zero_b_)[static_cast<size_t>(n.id)]) {
-        backend_.fill_zero(out);  // known zero: no kernel
-        ++skipped_;
-        return;
-      }
       ExecContext c = ctx;
       c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
       backend_.run({n, scratch_in_, out, c});
@@ -398,11 +490,72 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     (*obs)({n, *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start});
 }
 
+void VertexRunner::task_flags(size_t ti, bool backward) {
+  compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, zero_f_);
+  if (!backward) return;
+  compute_zero(*df_, task_bits_[ti], false, zero_b_);
+  compute_dead(task_bits_[ti]);
+}
+
+void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs) {
+  const std::vector<NodeId>& nodes = ph == Phase::pre ? v.pre : v.post;
+  if (nodes.empty()) return;
+  const bool fwd = &v == &fwd_;
+  const auto& tasks = schedule_->tasks;
+  const size_t T = tasks.size();
+  const Task all{0, schedule_->num_rows()};
+  const auto batched = static_cast<int64_t>(T);  // the observer's task index for work outside the loop
+  // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
+  for (NodeId id : nodes) {
+    const Node& n = v.graph->node(id);
+    if (n.op != OpKind::Pull) continue;
+    exec_node(v, n, all, batched, ctx, obs);
+    for (size_t ti = 0; ti < T && skip_; ++ti) task_pull_zero_[ti] = all_zero_bytes(view(v, id, tasks[ti]));
+  }
+  phase_state_.assign(nodes.size() * T, 0);
+  for (size_t ti = 0; ti < T && skip_; ++ti) {
+    task_flags(ti, !fwd);
+    const std::vector<uint8_t>& zero = fwd ? zero_f_ : zero_b_;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const auto id = static_cast<size_t>(nodes[k]);
+      phase_state_[k * T + ti] = !fwd && dead_b_[id] ? 2 : zero[id] ? 1 : 0;
+    }
+  }
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& n = v.graph->node(nodes[k]);
+    if (n.op == OpKind::Pull) continue;
+    if (v.home[n.id] == Home::fixed) {  // a value of parameters only: once
+      exec_node(v, n, all, batched, ctx, obs);
+      continue;
+    }
+    const uint8_t* state = phase_state_.data() + k * T;
+    for (size_t ti = 0; ti < T;) {
+      const uint8_t s = state[ti];
+      Task span{tasks[ti].offset, 0};
+      int64_t count = 0;
+      for (; ti < T && state[ti] == s; ++ti, ++count) span.bs += tasks[ti].bs;
+      if (s == 0 || (s == 1 && v.home[n.id] != Home::arena)) {
+        exec_node(v, n, span, batched, ctx, obs);
+      } else if (s == 1) {
+        backend_.fill_zero(view(v, n.id, span));
+        skipped_ += count;
+      } else {
+        skip_unneeded(n, span);
+        skipped_ += count - 1;
+      }
+    }
+  }
+}
+
 void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
   pull_ = pull;
   const auto& tasks = schedule_->tasks;
-  for (size_t ti = 0; ti < tasks.size(); ++ti)
+  run_phase(fwd_, Phase::pre, ctx, obs);
+  for (size_t ti = 0; ti < tasks.size(); ++ti) {
+    if (skip_ && !fwd_.pre.empty()) task_flags(ti, false);  // zero flags of the nodes that ran before
     for (const Node& n : f_->nodes()) run_node(fwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+  }
+  run_phase(fwd_, Phase::post, ctx, obs);
   // push: permute the pushed rows from task order back to vertex order.
   NodeId src = f_->node(f_->find(OpKind::Push)[0]).inputs[0];
   const DynamicTensor& a = fwd_.arena[src];
@@ -412,6 +565,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
 
 void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
   const ir::Graph& dg = grad_graph();
+  ensure_phases();
   if (scatter_src_ != ir::kNoNode) {
     scatter_grad_.reserve_rows(schedule_->num_rows());
     backend_.fill_zero({scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()});
@@ -422,43 +576,12 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
   d_pull_ = d_pull;
   ExecContext ctx;
   const auto& tasks = schedule_->tasks;
-  if (lazy_) lazy_live_.assign(lazy_grads_.size() * tasks.size(), 0);
+  run_phase(bwd_, Phase::pre, ctx, obs);
   for (size_t ti = tasks.size(); ti-- > 0;) {
-    if (skip_) {
-      compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, zero_f_);
-      compute_zero(dg, task_bits_[ti], false, zero_b_);
-      compute_dead(task_bits_[ti]);
-    }
+    if (skip_) task_flags(ti, true);
     for (const Node& n : dg.nodes()) run_node(bwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
   }
-  if (lazy_) run_lazy_param_grads(obs);
-}
-
-// dW += Xᵀ·dY once per run of consecutive contributing tasks (their rows
-// are contiguous): one GEMM over the whole minibatch unless zero work was
-// skipped in some tasks. Reported to the observer as task = tasks.size().
-void VertexRunner::run_lazy_param_grads(const Observer* obs) {
-  const auto& tasks = schedule_->tasks;
-  for (size_t k = 0; k < lazy_grads_.size(); ++k) {
-    const Node& out = df_->node(lazy_grads_[k]);
-    const Node& mm = df_->node(out.inputs[0]);
-    const uint8_t* live = lazy_live_.data() + k * tasks.size();
-    for (size_t ti = 0; ti < tasks.size();) {
-      if (!live[ti]) {
-        ++ti;
-        continue;
-      }
-      Task span{tasks[ti].offset, 0};
-      for (; ti < tasks.size() && live[ti]; ++ti) span.bs += tasks[ti].bs;
-      auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-      scratch_in_.clear();
-      for (NodeId in : mm.inputs) scratch_in_.push_back(view(bwd_, in, span));
-      const ExecContext c;
-      backend_.run({mm, scratch_in_, grad_view(params_[out.attrs.name]), c, /*accumulate=*/true});
-      if (obs && *obs)
-        (*obs)({out, *df_, static_cast<int64_t>(tasks.size()), span.bs, std::chrono::steady_clock::now() - start});
-    }
-  }
+  run_phase(bwd_, Phase::post, ctx, obs);
 }
 
 size_t VertexRunner::allocations() const {

@@ -36,7 +36,15 @@ class VertexRunner {
   /// See ExecutorOptions::skip_zero_work.
   void set_skip_zero_work(bool on) { skip_ = on; }
   /// See ExecutorOptions::lazy_param_grads.
-  void set_lazy_param_grads(bool on) { lazy_ = on; }
+  void set_lazy_param_grads(bool on) {
+    phases_dirty_ |= lazy_ != on;
+    lazy_ = on;
+  }
+  /// See ExecutorOptions::eager_batching.
+  void set_eager_batching(bool on) {
+    phases_dirty_ |= eager_ != on;
+    eager_ = on;
+  }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_; }
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
@@ -53,17 +61,36 @@ class VertexRunner {
  private:
   // Where a node's value lives.
   enum class Home : uint8_t { arena, fixed, param, forward, scatter_grad, none };
+  // When a node runs: once over all rows before the task loop (eager), per
+  // task, or once over all rows after it (lazy).
+  enum class Phase : uint8_t { pre, loop, post };
   struct Values {
     const ir::Graph* graph = nullptr;
     std::vector<Home> home;
     std::vector<DynamicTensor> arena;
     std::vector<Slot> fixed;
+    std::vector<Phase> phase;
+    std::vector<ir::NodeId> pre, post;  // nodes that run outside the task loop, in order
   };
 
   void init_values(Values& v, const ir::Graph& g);
   MatView view(Values& v, ir::NodeId id, const Task& t);
+  // In the task loop: runs node n for task t unless it runs in another
+  // phase or is skipped (zero or unneeded).
   void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
+  // Runs node n over the rows of t (a task or a run of tasks).
+  void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
+                 const Observer* obs);
+  void skip_unneeded(const ir::Node& n, const Task& t);
+  // Eager and lazy batching: which nodes run outside the task loop.
+  void plan_phases(Values& v, bool backward);
+  void ensure_phases();
+  // Runs the pre or post nodes of v over runs of consecutive tasks in which
+  // they are neither zero nor unneeded.
+  void run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs);
+  // zero_f_ (and for ∂F zero_b_, dead_b_) of task ti.
+  void task_flags(size_t ti, bool backward);
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
 
   std::shared_ptr<const ir::Graph> f_;
@@ -97,12 +124,9 @@ class VertexRunner {
   std::vector<std::vector<ir::NodeId>> consumers_b_;  // ∂F node -> nodes reading it
   std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
 
-  // Lazy batching of parameter gradients (dW += Xᵀ·dY after the task loop).
-  void run_lazy_param_grads(const Observer* obs);
-  bool lazy_ = true;
-  std::vector<ir::NodeId> lazy_grads_;  // ParamGradOut nodes batched lazily
-  std::vector<int32_t> lazy_index_;     // ∂F node -> index into lazy_grads_, or -1
-  std::vector<uint8_t> lazy_live_;      // [lazy node][task]: the task contributes
+  // Eager and lazy batching.
+  bool lazy_ = true, eager_ = true, phases_dirty_ = true;
+  std::vector<uint8_t> phase_state_;  // [node of the phase][task]: 0 run, 1 zero, 2 unneeded
 };
 
 }  // namespace sylva::detail

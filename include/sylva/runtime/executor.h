@@ -33,6 +33,13 @@ struct ExecutorOptions {
   /// ∂F's task loop, as one GEMM over all rows of the minibatch (per run of
   /// tasks that contribute), instead of one small GEMM per task.
   bool lazy_param_grads = true;
+  /// Eager batching: ops of F that read no child's message (the pull and
+  /// what is computed from it alone, e.g. the input projection x·W, and
+  /// values of parameters only) run once over all rows before the task
+  /// loop; in ∂F, gradients that reach no child (e.g. the pulled input's
+  /// gradient dY·Wᵀ) run once over all rows after it. Per run of tasks that
+  /// need them, with skip_zero_work.
+  bool eager_batching = true;
 };
 
 /// What an observer is told after each op runs (for profiling).

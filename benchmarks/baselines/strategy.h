@@ -91,6 +91,7 @@ struct StrategyOptions {
   bool skip_zero_work = true;
   bool lazy_param_grads = true;
   bool eager_batching = true;
+  bool fusion = true;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

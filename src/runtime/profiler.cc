@@ -65,8 +65,9 @@ void Profiler::record(const OpEvent& e) {
     return;
   }
   if (e.task >= 0) body_seconds_ += s;
-  Stat& by_category = categories_[static_cast<size_t>(op_category(e.node.op))];
-  for (Stat* st : {&by_category, &ops_[static_cast<size_t>(e.node.op)]}) {
+  const bool fused = !e.fused.empty();
+  Stat& by_category = categories_[static_cast<size_t>(fused ? OpCategory::elementwise : op_category(e.node.op))];
+  for (Stat* st : {&by_category, fused ? &fused_ : &ops_[static_cast<size_t>(e.node.op)]}) {
     ++st->calls;
     st->rows += e.rows;
     st->seconds += s;
@@ -77,6 +78,7 @@ std::map<std::string, Profiler::Stat> Profiler::ops() const {
   std::map<std::string, Stat> out;
   for (size_t k = 0; k < ops_.size(); ++k)
     if (ops_[k].calls > 0) out.emplace(std::string(ir::op_name(static_cast<OpKind>(k))), ops_[k]);
+  if (fused_.calls > 0) out.emplace("fused group", fused_);
   return out;
 }
 

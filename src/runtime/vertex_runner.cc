@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "sylva/core/error.h"
+#include "sylva/core/log.h"
 #include "sylva/passes/autodiff.h"
+#include "sylva/passes/fusion.h"
 
 namespace sylva::detail {
 
@@ -228,9 +230,111 @@ void VertexRunner::plan_phases(Values& v, bool backward) {
 
 void VertexRunner::ensure_phases() {
   if (!phases_dirty_) return;
+  if (fusion_) grad_graph();  // F's groups must write out what ∂F reads
   plan_phases(fwd_, false);
-  if (df_) plan_phases(bwd_, true);
+  plan_fusion(fwd_, false);
+  if (df_) {
+    plan_phases(bwd_, true);
+    plan_fusion(bwd_, true);
+  }
   phases_dirty_ = false;
+}
+
+void VertexRunner::plan_fusion(Values& v, bool backward) {
+  const ir::Graph& g = *v.graph;
+  std::vector<int32_t> group(g.size(), -1);
+  if (fusion_) {
+    std::vector<bool> fusible(g.size(), false);
+    for (const Node& n : g.nodes())
+      fusible[static_cast<size_t>(n.id)] = v.home[n.id] == Home::arena && v.phase[n.id] == Phase::loop &&
+                                           fusible_op(n.op) && !(backward && folded_[n.id]);
+    group = passes::fusion_groups(g, fusible);
+  }
+  v.order = passes::unit_order(g, group);
+  v.fused.assign(static_cast<size_t>(*std::max_element(group.begin(), group.end()) + 1), {});
+  // A member's value is written out if a node outside its group reads it, or ∂F does.
+  std::vector<uint8_t> read_outside(g.size(), 0);
+  for (const Node& n : g.nodes())
+    for (NodeId in : n.inputs)
+      if (group[static_cast<size_t>(in)] < 0 || group[static_cast<size_t>(in)] != group[static_cast<size_t>(n.id)])
+        read_outside[static_cast<size_t>(in)] = 1;
+  if (!backward && df_)
+    for (const Node& n : df_->nodes())
+      if (n.op == OpKind::ForwardValue) read_outside[static_cast<size_t>(n.attrs.ref)] = 1;
+  for (const Node& n : g.nodes())
+    if (group[static_cast<size_t>(n.id)] >= 0) v.fused[static_cast<size_t>(group[static_cast<size_t>(n.id)])].members.push_back(n.id);
+  for (size_t k = 0; k < v.fused.size(); ++k) {
+    Values::Fused& f = v.fused[k];
+    std::vector<int32_t> step_of(g.size(), -1);
+    for (NodeId m : f.members) {
+      const Node& n = g.node(m);
+      FusedStep st;
+      st.op = n.op;
+      st.cols = n.type.cols();
+      st.begin = n.attrs.begin;
+      st.alpha = n.attrs.alpha;
+      for (size_t a = 0; a < n.inputs.size(); ++a) {
+        const NodeId in = n.inputs[a];
+        if (group[static_cast<size_t>(in)] == static_cast<int32_t>(k)) {
+          st.args.push_back(step_of[static_cast<size_t>(in)]);
+        } else {
+          auto it = std::find(f.inputs.begin(), f.inputs.end(), in);
+          if (it == f.inputs.end()) it = f.inputs.insert(f.inputs.end(), in);
+          st.args.push_back(-1 - static_cast<int32_t>(it - f.inputs.begin()));
+        }
+        if (n.op == OpKind::Assemble) st.offsets.push_back(n.attrs.ranges[2 * a]);
+      }
+      if (read_outside[static_cast<size_t>(m)]) {
+        st.output = static_cast<int32_t>(f.outputs.size());
+        f.outputs.push_back(m);
+      }
+      step_of[static_cast<size_t>(m)] = static_cast<int32_t>(f.program.steps.size());
+      f.program.steps.push_back(std::move(st));
+      f.program.name += (f.program.name.empty() ? "" : "+") + std::string(ir::op_name(n.op));
+    }
+  }
+}
+
+std::vector<std::vector<NodeId>> VertexRunner::fused_groups(bool backward) const {
+  std::vector<std::vector<NodeId>> out;
+  for (const Values::Fused& f : (backward ? bwd_ : fwd_).fused) out.push_back(f.members);
+  return out;
+}
+
+void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
+                            const Observer* obs) {
+  if (unit >= 0) {
+    run_node(v, v.graph->node(unit), t, task_index, ctx, obs);
+    return;
+  }
+  Values::Fused& f = v.fused[static_cast<size_t>(-1 - unit)];
+  if (!f.failed) {
+    run_group(v, static_cast<size_t>(-1 - unit), t, task_index, obs);
+    if (!f.failed) return;
+  }
+  for (NodeId m : f.members) run_node(v, v.graph->node(m), t, task_index, ctx, obs);
+}
+
+// A fused group computes every member, zero ones included (their inputs are
+// zeros, so they come out zero) and unneeded ones in ∂F (nobody reads them).
+void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
+  Values::Fused& f = v.fused[group];
+  if (skip_ && &v == &fwd_)
+    for (NodeId m : f.members) zero_f_[static_cast<size_t>(m)] = zero_from_inputs(v.graph->node(m), zero_f_);
+  auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  scratch_in_.clear();
+  for (NodeId in : f.inputs) scratch_in_.push_back(view(v, in, t));
+  scratch_out_.clear();
+  for (NodeId out : f.outputs) scratch_out_.push_back(view(v, out, t));
+  if (!backend_.run_fused(f.program, scratch_in_, scratch_out_, t.bs)) {
+    f.failed = true;
+    log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
+                               v.graph->name() + "'; running its ops one by one");
+    return;
+  }
+  if (obs && *obs)
+    (*obs)({v.graph->node(f.members.back()), *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start,
+            f.members});
 }
 
 void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids) {
@@ -553,7 +657,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   run_phase(fwd_, Phase::pre, ctx, obs);
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
     if (skip_ && !fwd_.pre.empty()) task_flags(ti, false);  // zero flags of the nodes that ran before
-    for (const Node& n : f_->nodes()) run_node(fwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+    for (int32_t u : fwd_.order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
   }
   run_phase(fwd_, Phase::post, ctx, obs);
   // push: permute the pushed rows from task order back to vertex order.
@@ -564,7 +668,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
 }
 
 void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
-  const ir::Graph& dg = grad_graph();
+  grad_graph();
   ensure_phases();
   if (scatter_src_ != ir::kNoNode) {
     scatter_grad_.reserve_rows(schedule_->num_rows());
@@ -579,7 +683,7 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
   run_phase(bwd_, Phase::pre, ctx, obs);
   for (size_t ti = tasks.size(); ti-- > 0;) {
     if (skip_) task_flags(ti, true);
-    for (const Node& n : dg.nodes()) run_node(bwd_, n, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+    for (int32_t u : bwd_.order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
   }
   run_phase(bwd_, Phase::post, ctx, obs);
 }

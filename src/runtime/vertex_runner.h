@@ -40,6 +40,13 @@ class VertexRunner {
     phases_dirty_ |= lazy_ != on;
     lazy_ = on;
   }
+  /// See ExecutorOptions::fusion.
+  void set_fusion(bool on) {
+    phases_dirty_ |= fusion_ != on;
+    fusion_ = on;
+  }
+  /// Fused groups of F (backward = false) or ∂F, as lists of their nodes.
+  std::vector<std::vector<ir::NodeId>> fused_groups(bool backward) const;
   /// See ExecutorOptions::eager_batching.
   void set_eager_batching(bool on) {
     phases_dirty_ |= eager_ != on;
@@ -71,6 +78,14 @@ class VertexRunner {
     std::vector<Slot> fixed;
     std::vector<Phase> phase;
     std::vector<ir::NodeId> pre, post;  // nodes that run outside the task loop, in order
+    // Fusion: the task loop runs `order` (node ids, or -1 - group).
+    struct Fused {
+      std::vector<ir::NodeId> members, inputs, outputs;
+      FusedProgram program;
+      bool failed = false;  // the backend has no fused kernel: run the members
+    };
+    std::vector<Fused> fused;
+    std::vector<int32_t> order;
   };
 
   void init_values(Values& v, const ir::Graph& g);
@@ -86,6 +101,11 @@ class VertexRunner {
   // Eager and lazy batching: which nodes run outside the task loop.
   void plan_phases(Values& v, bool backward);
   void ensure_phases();
+  void plan_fusion(Values& v, bool backward);
+  // In the task loop: one unit of v.order.
+  void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
+                const Observer* obs);
+  void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
   // Runs the pre or post nodes of v over runs of consecutive tasks in which
   // they are neither zero nor unneeded.
   void run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs);
@@ -125,7 +145,8 @@ class VertexRunner {
   std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
 
   // Eager and lazy batching.
-  bool lazy_ = true, eager_ = true, phases_dirty_ = true;
+  bool lazy_ = true, eager_ = true, fusion_ = true, phases_dirty_ = true;
+  std::vector<MatView> scratch_out_;
   std::vector<uint8_t> phase_state_;  // [node of the phase][task]: 0 run, 1 zero, 2 unneeded
 };
 

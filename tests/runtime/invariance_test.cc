@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <random>
 
 #include "support/test_util.h"
@@ -65,7 +66,8 @@ struct Result {
 
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
-  return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false};
+  return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
+          .fusion = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -138,6 +140,7 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"skip_zero_work", [](ExecutorOptions& o) { o.skip_zero_work = true; }},
       {"lazy_param_grads", [](ExecutorOptions& o) { o.lazy_param_grads = true; }},
       {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
+      {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
       {"all", [](ExecutorOptions& o) { o = ExecutorOptions{.policy = o.policy}; }},
   };
   std::mt19937_64 rng(4321);
@@ -310,6 +313,46 @@ TEST(EagerBatching, SkipsTasksThatPullOnlyZeros) {
   ex.forward(b, Mode::train);
   const std::vector<std::pair<int64_t, int64_t>> leaves = {{4, 3 * 8}};  // 4 tasks; 8 leaves per tree
   EXPECT_EQ(xw, leaves);
+}
+
+// Fusion: the cell's elementwise tail runs as fused groups in F and ∂F
+// (their members report one event per task), and not at all when off.
+TEST(Fusion, CellTailRunsAsFusedGroups) {
+  std::mt19937_64 rng(8);
+  Model m(3, 0.0);
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 4; ++s) {
+    graphs.push_back(test::random_tree(rng, 15, 3, true, "t" + std::to_string(s)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  GraphBatch b = GraphBatch::of(graphs);
+  for (bool fusion : {true, false}) {
+    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .fusion = fusion});
+    std::map<ir::GraphKind, int> fused_events;
+    std::set<ir::OpKind> fused_ops;
+    int sigmoid_alone = 0;
+    ex.set_observer([&](const OpEvent& e) {
+      if (!e.fused.empty()) {
+        ++fused_events[e.graph.kind()];
+        for (ir::NodeId id : e.fused) fused_ops.insert(e.graph.node(id).op);
+      }
+      sigmoid_alone += e.fused.empty() && e.node.op == ir::OpKind::Sigmoid;
+    });
+    ex.forward(b, Mode::train);
+    m.ps.zero_grad();
+    ex.backward(m.loss);
+    if (fusion) {
+      EXPECT_GT(fused_events[ir::GraphKind::vertex_function], 0);
+      EXPECT_GT(fused_events[ir::GraphKind::vertex_gradient], 0);
+      for (ir::OpKind op : {ir::OpKind::Sigmoid, ir::OpKind::Tanh, ir::OpKind::Mul, ir::OpKind::Slice,
+                            ir::OpKind::SigmoidGrad, ir::OpKind::TanhGrad})
+        EXPECT_TRUE(fused_ops.count(op)) << ir::op_name(op) << " is in no fused group";
+      EXPECT_EQ(sigmoid_alone, 0);
+    } else {
+      EXPECT_TRUE(fused_events.empty());
+      EXPECT_GT(sigmoid_alone, 0);
+    }
+  }
 }
 
 TEST(Invariance, BfsTasksFollowLevels) {

@@ -65,7 +65,7 @@ TEST(Profiler, AggregatesEveryEventOfATrainingStep) {
       apply_s += s;
       return;
     }
-    ++calls[std::string(ir::op_name(e.node.op))];
+    ++calls[e.fused.empty() ? std::string(ir::op_name(e.node.op)) : "fused group"];
     op_s += s;
     if (e.task >= 0) body_s += s;
   });

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "sylva/core/device.h"
 #include "sylva/core/dtype.h"
@@ -52,6 +53,29 @@ struct KernelArgs {
   bool accumulate = false;
 };
 
+/// A group of row-local ops run as one pass over the rows (fusion, see
+/// ExecutorOptions::fusion). Step k reads external inputs and earlier steps
+/// and computes one value of `cols` columns per row; steps with
+/// `output >= 0` are written to out[output], the others live only in
+/// per-row scratch. Ops: Add, Sub, Mul (a one-row operand broadcasts), Tanh,
+/// Sigmoid, Relu, Exp, Log, Scale, TanhGrad, SigmoidGrad, ReluGrad, LogGrad,
+/// Slice, Concat, Assemble -- with the semantics of their kernels.
+struct FusedStep {
+  ir::OpKind op = ir::OpKind::Add;
+  std::vector<int32_t> args;     // >= 0: an earlier step; < 0: external input -1 - arg
+  int64_t cols = 0;
+  int64_t begin = 0;             // Slice: first column
+  std::vector<int64_t> offsets;  // Assemble: the column of each arg
+  double alpha = 0.0;            // Scale
+  int32_t output = -1;
+};
+struct FusedProgram {
+  std::vector<FusedStep> steps;
+  std::string name;  // the ops, e.g. "sigmoid+tanh+mul"
+};
+/// Whether fused programs may contain `op`.
+bool fusible_op(ir::OpKind op);
+
 /// Whether run() accepts KernelArgs::accumulate for `op`.
 constexpr bool accumulates_into_output(ir::OpKind op) { return op == ir::OpKind::MatMul; }
 
@@ -77,6 +101,14 @@ class Backend {
   virtual void fill_zero(MatView dst) = 0;
   /// dst += src, element by element (same numel).
   virtual void accumulate(MatView src, MatView dst) = 0;
+  /// Runs `prog` over `rows` rows: in are its external inputs, out its
+  /// outputs. Returns false if this backend has no fused kernels (the
+  /// caller then runs the ops one by one).
+  virtual bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
+                         int64_t rows) {
+    (void)prog, (void)in, (void)out, (void)rows;
+    return false;
+  }
   /// Threads used by kernels (GEMMs); 0 keeps the current setting.
   virtual void set_threads(int threads) = 0;
 };

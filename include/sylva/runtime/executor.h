@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "sylva/backend/backend.h"
@@ -40,6 +41,13 @@ struct ExecutorOptions {
   /// gradient dY·Wᵀ) run once over all rows after it. Per run of tasks that
   /// need them, with skip_zero_work.
   bool eager_batching = true;
+  /// Fusion: directly linked row-local ops of F and ∂F in the task loop
+  /// (elementwise math, slices, concats) run as one pass over the task's
+  /// rows, intermediates kept in a per-row scratch buffer; only values read
+  /// outside the group (or by ∂F) are written out. Groups come from
+  /// passes::fusion_groups. A backend without fused kernels runs the ops one
+  /// by one (with a warning).
+  bool fusion = true;
 };
 
 /// What an observer is told after each op runs (for profiling).
@@ -49,6 +57,8 @@ struct OpEvent {
   int64_t task = -1;  // task index inside an apply, -1 for static ops
   int64_t rows = 0;
   std::chrono::nanoseconds elapsed{0};
+  /// When the event ran a fused group: its nodes (`node` is the last).
+  std::span<const ir::NodeId> fused{};
 };
 using Observer = std::function<void(const OpEvent&)>;
 

@@ -15,7 +15,7 @@ namespace sylva {
 /// What kind of work an op does, for profiles.
 enum class OpCategory : uint8_t {
   gemm,           ///< MatMul
-  elementwise,    ///< ops flagged elementwise (add, mul, activations and their gradients, dropout masks)
+  elementwise,    ///< ops flagged elementwise (add, mul, activations and their gradients, dropout masks), and fused groups
   softmax_loss,   ///< softmax, log-softmax, cross-entropy and their gradients
   data_movement,  ///< pull/gather/scatter/push and their gradients, concat/slice/assemble/broadcast, lookup
   reduction,      ///< sum, sum_rows, mean
@@ -80,6 +80,7 @@ class Profiler {
  private:
   std::array<Stat, static_cast<size_t>(OpCategory::count_)> categories_{};
   std::array<Stat, static_cast<size_t>(ir::OpKind::Count_)> ops_{};  // by OpKind: no allocation per event
+  Stat fused_{};  // fused groups (counted as elementwise)
   double apply_seconds_ = 0.0;  // Apply and ApplyGrad events (containers)
   double body_seconds_ = 0.0;   // ops inside F and ∂F (task >= 0)
   double wall_ = 0.0;

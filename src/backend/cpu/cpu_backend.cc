@@ -80,6 +80,12 @@ class CpuBackend final : public Backend {
     });
   }
 
+  bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
+                 int64_t rows) override {
+    if (rows > 0 && !out.empty()) cpu::run_fused(prog, in, out, rows, out[0].dtype);
+    return true;
+  }
+
   void set_threads(int threads) override {
     if (threads > 0) Eigen::setNbThreads(threads);
   }

@@ -15,6 +15,9 @@ void register_matmul_kernels(KernelTable& t);
 void register_elementwise_kernels(KernelTable& t);
 void register_structure_kernels(KernelTable& t);
 void register_loss_kernels(KernelTable& t);
+/// Runs a fused program (kernels_fused.cc).
+void run_fused(const FusedProgram& p, std::span<const MatView> in, std::span<const MatView> out, int64_t rows,
+               DType dtype);
 
 inline Kernel& slot(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
 

@@ -1,0 +1,26 @@
+// Fusion planning: which directly linked row-local ops run as one pass.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sylva/ir/graph.h"
+
+namespace sylva::passes {
+
+/// Groups of fusible nodes of `g` linked by direct edges (union-find over
+/// the edges whose two ends are both `fusible`). A union is undone if it
+/// would make the group non-convex -- a path leaving the group and coming
+/// back through other nodes -- since a group runs as one unit and the
+/// graph of units must stay acyclic. Returns each node's group index
+/// (0, 1, ... in order of the groups' first nodes), or -1 for nodes that
+/// are not fusible or would be alone in their group.
+std::vector<int32_t> fusion_groups(const ir::Graph& g, const std::vector<bool>& fusible);
+
+/// An execution order of the units of `g`: each entry is a node id (>= 0)
+/// or a whole group, -1 - group. Nodes keep their relative order wherever
+/// the groups allow (a group runs at the earliest point all its inputs are
+/// ready and ahead of everything that reads it).
+std::vector<int32_t> unit_order(const ir::Graph& g, const std::vector<int32_t>& group);
+
+}  // namespace sylva::passes

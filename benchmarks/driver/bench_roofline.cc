@@ -1,0 +1,584 @@
+// bench_roofline: how close Tree-LSTM training on SST gets to the machine's
+// GEMM rate. Per hidden size it counts the GEMMs one epoch executes (an
+// observer reconstructs M, K, N of every MatMul and of every parameter
+// gradient folded into a ParamGradOut), times full epochs without the
+// observer, and replays the same GEMMs through Eigen on buffers allocated
+// once. fraction = achieved rate / Eigen rate at the same shapes.
+//
+//   bench_roofline --hidden 150,512 --batch 256 --repeats 3 --json roofline.json
+#include <CLI/CLI.hpp>
+#include <Eigen/Core>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <unordered_map>
+#include <utility>
+
+#include "example_util.h"
+#include "sentiment_training.h"
+#include "tree_lstm_model.h"
+#include "treebank.h"
+
+namespace {
+
+using namespace sylva;
+using namespace sylva::examples;
+using Clock = std::chrono::steady_clock;
+
+// Boolean ExecutorOptions ablations, one line each: the flag sets `field` to `value`.
+struct Ablation {
+  const char* flag;
+  const char* name;
+  bool ExecutorOptions::*field;
+  bool value;
+  const char* help;
+};
+constexpr Ablation kAblations[] = {
+    {"--no-skip-zero-work", "skip_zero_work", &ExecutorOptions::skip_zero_work, false,
+     "Also run the work ExecutorOptions::skip_zero_work skips (zero children, zero pulled rows)"},
+    {"--no-lazy", "lazy_param_grads", &ExecutorOptions::lazy_param_grads, false,
+     "Parameter-gradient GEMMs of F per task (ExecutorOptions::lazy_param_grads off)"},
+    {"--no-eager", "eager_batching", &ExecutorOptions::eager_batching, false,
+     "Input projections and their gradients per task (ExecutorOptions::eager_batching off)"},
+    {"--no-fusion", "fusion", &ExecutorOptions::fusion, false,
+     "Elementwise ops one by one (ExecutorOptions::fusion off)"},
+};
+
+struct Options {
+  std::vector<int64_t> hiddens{150, 512};
+  int64_t embed = 300, batch = 256, max_samples = 0;
+  int threads = 1, repeats = 3;
+  uint64_t seed = 1;
+  std::string data, json;
+  ExecutorOptions executor;  // ablations applied; seed and threads set per run
+};
+
+// Where a GEMM ran. "batched": F or ∂F work done once over many tasks' rows
+// outside the task loop (lazy parameter gradients, eager batching).
+enum class GemmSite : uint8_t { program, program_grad, f, f_batched, df, df_batched };
+
+const char* site_name(GemmSite s) {
+  switch (s) {
+    case GemmSite::program: return "program";
+    case GemmSite::program_grad: return "dprogram";
+    case GemmSite::f: return "F";
+    case GemmSite::f_batched: return "F batched";
+    case GemmSite::df: return "dF";
+    case GemmSite::df_batched: return "dF batched";
+  }
+  return "?";
+}
+
+// One GEMM as the CPU kernel runs it: C (=|+=) op(A)·op(B), C [m, n], inner k.
+struct Gemm {
+  int64_t m = 0, k = 0, n = 0;
+  bool ta = false, tb = false, acc = false;  // acc: a parameter gradient folded into ParamGradOut
+  GemmSite site = GemmSite::program;
+  auto operator<=>(const Gemm&) const = default;
+  int64_t flops() const { return 2 * m * k * n; }
+  std::string op() const {
+    return std::string(acc ? "C += " : "C = ") + (ta ? "Aᵀ" : "A") + "·" + (tb ? "Bᵀ" : "B");
+  }
+};
+
+struct GemmStats {
+  int64_t calls = 0;
+  double observed_s = 0;  // inside the observed training epoch
+};
+
+// Records every GEMM of the observed steps from the executor's OpEvents.
+class GemmCounter {
+ public:
+  GemmCounter(const Executor& ex, const ParameterSet& ps) : ex_(ex), ps_(ps) {}
+  // Rows of the rowed values of the program for the next step (the batch's vertices).
+  void set_batch_rows(int64_t rows) { batch_rows_ = rows; }
+
+  void record(const OpEvent& e) {
+    const ir::Node* mm = &e.node;
+    if (e.node.op == ir::OpKind::ParamGradOut) {
+      mm = &e.graph.node(e.node.inputs[0]);
+      if (mm->op != ir::OpKind::MatMul || !folded(e.graph)[static_cast<size_t>(mm->id)]) return;
+    } else if (e.node.op != ir::OpKind::MatMul) {
+      return;
+    }
+    const bool acc = mm != &e.node;
+    // Rowed values have the task's rows inside apply (or the rows of the run
+    // of tasks batched outside the loop), the batch's vertices in the program.
+    const int64_t rows = e.task >= 0 ? e.rows : batch_rows_;
+    const auto dims = [&](ir::NodeId id) {
+      const ir::ValueType& t = e.graph.node(id).type;
+      return std::pair<int64_t, int64_t>{t.rowed ? rows : t.fixed_rows(), t.cols()};
+    };
+    const auto [ar, ac] = dims(mm->inputs[0]);
+    const auto [br, bc] = dims(mm->inputs[1]);
+    Gemm g{.m = mm->attrs.trans_a ? ac : ar, .k = mm->attrs.trans_a ? ar : ac, .n = mm->attrs.trans_b ? br : bc,
+           .ta = mm->attrs.trans_a, .tb = mm->attrs.trans_b, .acc = acc, .site = site(e)};
+    // The reconstruction must agree with the operands and with the output the kernel wrote.
+    int64_t out_rows = mm->type.rowed ? rows : mm->type.fixed_rows(), out_cols = mm->type.cols();
+    if (acc) {
+      const Shape& grad = ps_[e.node.attrs.name].grad.shape();
+      out_rows = grad.rows();
+      out_cols = grad.cols();
+    } else if (e.task < 0 && mm->type.rowed) {
+      SYLVA_CHECK(e.rows == batch_rows_, "[bench_roofline] matmul node ", mm->id, " reported ", e.rows,
+                  " rows, the batch has ", batch_rows_, " vertices");
+    }
+    SYLVA_CHECK(g.k == (g.tb ? bc : br) && g.m == out_rows && g.n == out_cols,
+                "[bench_roofline] matmul node ", mm->id, " of ", site_name(g.site), ": reconstructed ", g.m, "x", g.k,
+                "x", g.n, " (", g.op(), ") does not match its operands/output [", out_rows, ", ", out_cols, "]");
+    GemmStats& s = shapes[g];
+    ++s.calls;
+    s.observed_s += std::chrono::duration<double>(e.elapsed).count();
+  }
+
+  std::map<Gemm, GemmStats> shapes;
+
+ private:
+  GemmSite site(const OpEvent& e) const {
+    const bool batched = e.task == static_cast<int64_t>(ex_.schedule().tasks.size());
+    switch (e.graph.kind()) {
+      case ir::GraphKind::program: return GemmSite::program;
+      case ir::GraphKind::program_gradient: return GemmSite::program_grad;
+      case ir::GraphKind::vertex_function: return batched ? GemmSite::f_batched : GemmSite::f;
+      case ir::GraphKind::vertex_gradient: return batched ? GemmSite::df_batched : GemmSite::df;
+    }
+    return GemmSite::program;
+  }
+  // The executor and the vertex runner fold exactly these matmuls into their ParamGradOut.
+  const std::vector<bool>& folded(const ir::Graph& g) {
+    auto it = folded_.find(&g);
+    if (it == folded_.end()) it = folded_.emplace(&g, passes::foldable_param_matmuls(g)).first;
+    return it->second;
+  }
+
+  const Executor& ex_;
+  const ParameterSet& ps_;
+  int64_t batch_rows_ = 0;
+  std::unordered_map<const ir::Graph*, std::vector<bool>> folded_;
+};
+
+// One training step exactly as Trainer::step takes it (zero_grad, forward,
+// backward seeded 1/samples, weight decay, norm or clipping, optimiser),
+// over an Executor built here: TrainerOptions cannot carry the ablations.
+class Stepper {
+ public:
+  Stepper(const TreeLstmModel& model, ParameterSet& ps, const SentimentTrainOptions& o, ExecutorOptions eo)
+      : model_(model), ps_(ps), o_(o), opt_(make_optimizer(o.optimizer, o.lr, "bench_roofline")),
+        ex_(model.program, ps, eo) {}
+
+  double step(const GraphBatch& b) {
+    ps_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+    sparse_valid_ = false;
+    ex_.forward(b, Mode::train);
+    const double loss = ex_.scalar(model_.loss);
+    SYLVA_CHECK(std::isfinite(loss), "[bench_roofline] the loss is ", loss);
+    ex_.backward(model_.loss, 1.0 / b.num_samples());
+    sparse_ = ex_.sparse_grads();
+    if (o_.l2 > 0.0)
+      for (const Parameter* p : ps_.all())
+        if (p->decay) sparse_.erase(p->name);
+    add_weight_decay(ps_, o_.l2);
+    if (o_.clip > 0.0) clip_grad_norm(ps_, o_.clip, &sparse_);
+    else global_grad_norm(ps_, &sparse_);
+    opt_->step(ps_, &sparse_);
+    sparse_valid_ = true;
+    return loss;
+  }
+  Executor& executor() { return ex_; }
+
+ private:
+  const TreeLstmModel& model_;
+  ParameterSet& ps_;
+  const SentimentTrainOptions& o_;
+  std::unique_ptr<Optimizer> opt_;
+  Executor ex_;
+  RowSparsity sparse_;
+  bool sparse_valid_ = false;
+};
+
+// ---- Eigen replay, written as src/backend/cpu/kernels_matmul.cc runs it ----
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using CMap = Eigen::Map<const RowMat>;
+using OutMap = Eigen::Map<RowMat>;
+
+void run_gemm(const Gemm& g, const float* a, const float* b, float* c) {
+  CMap A(a, g.ta ? g.k : g.m, g.ta ? g.m : g.k), B(b, g.tb ? g.n : g.k, g.tb ? g.k : g.n);
+  OutMap C(c, g.m, g.n);
+  if (g.acc) {
+    if (!g.ta && !g.tb) C.noalias() += A * B;
+    else if (g.ta && !g.tb) C.noalias() += A.transpose() * B;
+    else if (!g.ta && g.tb) C.noalias() += A * B.transpose();
+    else C.noalias() += A.transpose() * B.transpose();
+    return;
+  }
+  if (!g.ta && !g.tb) C.noalias() = A * B;
+  else if (g.ta && !g.tb) C.noalias() = A.transpose() * B;
+  else if (!g.ta && g.tb) C.noalias() = A * B.transpose();
+  else C.noalias() = A.transpose() * B.transpose();
+}
+
+// Operand buffers for the largest GEMM of a set, allocated and filled once.
+struct GemmBuffers {
+  explicit GemmBuffers(const std::vector<Gemm>& gemms) {
+    int64_t na = 1, nb = 1, nc = 1;
+    for (const Gemm& g : gemms) {
+      na = std::max(na, g.m * g.k);
+      nb = std::max(nb, g.k * g.n);
+      nc = std::max(nc, g.m * g.n);
+    }
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+    for (auto [buf, n] : {std::pair{&a, na}, std::pair{&b, nb}, std::pair{&c, nc}}) {
+      buf->reserve(static_cast<size_t>(n) * sizeof(float));
+      float* p = static_cast<float*>(buf->data());
+      for (int64_t i = 0; i < n; ++i) p[i] = u(rng);
+    }
+  }
+  void run(const Gemm& g) {
+    run_gemm(g, static_cast<const float*>(a.data()), static_cast<const float*>(b.data()), static_cast<float*>(c.data()));
+  }
+  Buffer a, b, c;
+};
+
+// Runs every recorded GEMM as often as training did; seconds per shape.
+std::map<Gemm, double> replay(const std::map<Gemm, GemmStats>& shapes, GemmBuffers& buf) {
+  std::map<Gemm, double> seconds;
+  for (const auto& [g, s] : shapes) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < s.calls; ++i) buf.run(g);
+    seconds[g] = std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+  return seconds;
+}
+
+std::string spread(const Series& s, const char* fmt) {
+  char buf[128];
+  std::string f = std::string(fmt) + " (" + fmt + "–" + fmt + ")";
+  std::snprintf(buf, sizeof buf, f.c_str(), s.median(), s.min(), s.max());
+  return buf;
+}
+
+double gflops(double flops, double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; }
+
+// GEMM work of a group (a shape, a site and op, the epoch) and its time in
+// the observed epoch and in the replay (median over repeats).
+struct Work {
+  int64_t flops = 0, calls = 0;
+  double observed_s = 0, replay_s = 0;
+  Work& operator+=(const Work& w) {
+    flops += w.flops;
+    calls += w.calls;
+    observed_s += w.observed_s;
+    replay_s += w.replay_s;
+    return *this;
+  }
+  // "calls | GFLOP | share | in training GFLOP/s | replay GFLOP/s |"
+  std::string row(const Work& total) const {
+    char buf[160];
+    const double f = static_cast<double>(flops);
+    std::snprintf(buf, sizeof buf, "%ld | %.3f | %.1f%% | %.2f | %.2f |", static_cast<long>(calls), f * 1e-9,
+                  100 * f / static_cast<double>(total.flops), gflops(f, observed_s), gflops(f, replay_s));
+    return buf;
+  }
+};
+
+// GEMM work the model needs, per vertex (3 GEMMs per product: forward,
+// input gradient, weight gradient): x·W at vertices with a word, [h_l; h_r]·U
+// at vertices with children, h·Ws at every vertex. Skipping zero work should
+// make the executed count equal to this.
+int64_t needed_flops(const std::vector<GraphBatch>& batches, const TreeLstmConfig& c) {
+  int64_t words = 0, internal = 0, vertices = 0;
+  for (const GraphBatch& b : batches) {
+    const std::vector<int32_t>& ids = b.ids("words");
+    for (int32_t v = 0; v < b.num_vertices(); ++v) {
+      words += ids[static_cast<size_t>(v)] >= 0;
+      const auto ch = b.children(v);
+      internal += std::any_of(ch.begin(), ch.end(), [](int32_t x) { return x >= 0; });
+    }
+    vertices += b.num_vertices();
+  }
+  const int64_t g = 5 * c.hidden;
+  return 3 * 2 * (words * c.dim * g + internal * 2 * c.hidden * g + vertices * c.hidden * c.classes);
+}
+
+// Takes one Trainer::step on the first minibatch with a parameter set made
+// like `ps` was, and compares it with the Stepper's warm-up step on `ps`.
+template <class MakeParams>
+std::string check_step(const ParameterSet& ps, double loss, const GraphBatch& batch, const SentimentTrainOptions& so,
+                       MakeParams make_params) {
+  ParameterSet ps2(so.model.dtype, so.seed);
+  make_params(ps2);
+  TreeLstmModel model2(ps2, so.model);
+  Trainer trainer(model2.program, ps2, model2.loss, make_optimizer(so.optimizer, so.lr, "bench_roofline"),
+                  {.policy = so.policy, .clip_norm = so.clip, .weight_decay = so.l2, .seed = so.seed,
+                   .threads = so.threads});
+  const double trainer_loss = trainer.step(batch).loss;
+  bool same = trainer_loss == loss;
+  const std::vector<const Parameter*> a = ps.all(), b = std::as_const(ps2).all();
+  for (size_t i = 0; i < a.size(); ++i)
+    same = same && std::memcmp(a[i]->value.raw(), b[i]->value.raw(), a[i]->value.nbytes()) == 0;
+  SYLVA_CHECK(same, "[bench_roofline] the driver's training step differs from Trainer::step (loss ", loss, " vs ",
+              trainer_loss, "); update Stepper to match src/train/trainer.cc");
+  return "one step bit-identical to Trainer::step (loss and every parameter)";
+}
+
+nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& batches, int64_t hidden,
+                          const Options& o) {
+  SentimentTrainOptions so;  // the example's defaults: optimiser, lr, l2, clip, dropout
+  so.model.vocab = tb.vocab.size();
+  so.model.dim = o.embed;
+  so.model.hidden = hidden;
+  so.seed = o.seed;
+  so.threads = o.threads;
+  const TreeLstmConfig& cfg = so.model;
+  ExecutorOptions eo = o.executor;
+  eo.policy = so.policy;
+  eo.seed = o.seed;
+  eo.threads = o.threads;
+  const auto make_params = [&](ParameterSet& ps) {
+    add_tree_lstm_params(ps, cfg);
+    ps["E"].lr_scale = so.emb_lr_scale;
+  };
+  ParameterSet ps(cfg.dtype, o.seed);
+  make_params(ps);
+  TreeLstmModel model(ps, cfg);
+  Stepper stepper(model, ps, so, eo);
+  std::printf("\n## hidden %ld (d=%ld, params %ld)\n", static_cast<long>(hidden), static_cast<long>(cfg.dim),
+              static_cast<long>(ps.numel()));
+
+  // Warm-up on the first minibatch; with the default executor options it
+  // is also checked against Trainer::step on an identically made parameter set.
+  const double warm_loss = stepper.step(batches.front());
+  const bool defaults = std::all_of(std::begin(kAblations), std::end(kAblations),
+                                    [&](const Ablation& a) { return eo.*a.field == ExecutorOptions{}.*a.field; });
+  const std::string check = defaults ? check_step(ps, warm_loss, batches.front(), so, make_params)
+                                     : "skipped (ablations: compared only with the default executor options)";
+  std::printf("warm-up: 1 minibatch; %s\n", check.c_str());
+
+  // The observed epoch: GEMM shapes and the profile.
+  std::fprintf(stderr, "[roofline] h=%ld: observed epoch (%zu minibatches)\n", static_cast<long>(hidden),
+               batches.size());
+  Profiler prof;
+  GemmCounter counter(stepper.executor(), ps);
+  stepper.executor().set_observer([&](const OpEvent& e) {
+    prof.record(e);
+    counter.record(e);
+  });
+  Timer observed;
+  for (const GraphBatch& b : batches) {
+    counter.set_batch_rows(b.num_vertices());
+    stepper.step(b);
+  }
+  const double observed_wall_s = observed.seconds();
+  prof.add_wall_time(observed_wall_s);
+  stepper.executor().set_observer({});
+
+  // Timed epochs (no observer) interleaved with replays, so drift of the machine hits both alike.
+  std::vector<Gemm> gemms;
+  for (const auto& kv : counter.shapes) gemms.push_back(kv.first);
+  SYLVA_CHECK(!gemms.empty(), "[bench_roofline] no GEMM observed in an epoch");
+  GemmBuffers buffers(gemms);
+  Series epoch_s, replay_s, ratio;
+  std::map<Gemm, Series> shape_s;
+  for (int r = 0; r < o.repeats; ++r) {
+    Timer t;
+    for (const GraphBatch& b : batches) stepper.step(b);
+    epoch_s.values.push_back(t.seconds());
+    double replayed = 0;
+    for (const auto& [g, sec] : replay(counter.shapes, buffers)) {
+      shape_s[g].values.push_back(sec);
+      replayed += sec;
+    }
+    replay_s.values.push_back(replayed);
+    ratio.values.push_back(replayed / epoch_s.values.back());
+    std::fprintf(stderr, "[roofline] h=%ld: repeat %d/%d: epoch %.3f s, Eigen replay %.3f s\n",
+                 static_cast<long>(hidden), r + 1, o.repeats, epoch_s.values.back(), replayed);
+  }
+
+  Work total;
+  std::map<std::pair<GemmSite, std::string>, Work> by_site;
+  std::vector<std::pair<Gemm, Work>> by_shape;
+  nlohmann::json shapes_json = nlohmann::json::array();
+  for (const auto& [g, s] : counter.shapes) {
+    Work w{g.flops() * s.calls, s.calls, s.observed_s, shape_s[g].median()};
+    total += w;
+    by_site[{g.site, g.op()}] += w;
+    by_shape.emplace_back(g, w);
+    shapes_json.push_back({{"m", g.m}, {"k", g.k}, {"n", g.n}, {"trans_a", g.ta}, {"trans_b", g.tb},
+                           {"accumulate", g.acc}, {"site", site_name(g.site)}, {"calls", s.calls},
+                           {"flops", w.flops}, {"observed_s", s.observed_s}, {"replay_s", shape_s[g].values}});
+  }
+  const int64_t needed = needed_flops(batches, cfg);
+  const double flops = static_cast<double>(total.flops);
+  std::printf("GEMMs per epoch: %ld calls, %zu distinct (M, K, N, op, site), %.3f GFLOP executed; the model needs "
+              "%.3f GFLOP (executed / needed %.4f)\n",
+              static_cast<long>(total.calls), counter.shapes.size(), flops * 1e-9, static_cast<double>(needed) * 1e-9,
+              flops / static_cast<double>(needed));
+  std::printf("profile of the observed epoch (observer on, %.2f s):\n%s", observed_wall_s, prof.report().c_str());
+  std::printf("GEMM time inside the observed epoch: %.3f s (%.1f GFLOP/s)\n", total.observed_s,
+              gflops(flops, total.observed_s));
+
+  const double achieved = gflops(flops, epoch_s.median()), eigen = gflops(flops, replay_s.median());
+  std::printf("\n| h | GEMM work / epoch | epoch s, median (min–max) | achieved GFLOP/s | Eigen replay s, median "
+              "(min–max) | Eigen GFLOP/s, same shapes | fraction (per repeat) |\n"
+              "|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| %ld | %.3f GFLOP | %s | %.2f | %s | %.2f | %.3f (%.3f–%.3f) |\n", static_cast<long>(hidden),
+              flops * 1e-9, spread(epoch_s, "%.3f").c_str(), achieved, spread(replay_s, "%.3f").c_str(), eigen,
+              achieved / eigen, ratio.min(), ratio.max());
+
+  std::printf("\nGEMMs by site and op:\n\n| site | op | calls | GFLOP | share | in training GFLOP/s | Eigen replay "
+              "GFLOP/s |\n|---|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& [key, w] : by_site)
+    std::printf("| %s | %s | %s\n", site_name(key.first), key.second.c_str(), w.row(total).c_str());
+  std::sort(by_shape.begin(), by_shape.end(), [](const auto& x, const auto& y) { return x.second.flops > y.second.flops; });
+  std::printf("\ntop GEMM shapes by FLOPs:\n\n| M | K | N | op | site | calls | GFLOP | share | in training GFLOP/s "
+              "| Eigen replay GFLOP/s |\n|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < by_shape.size() && i < 5; ++i) {
+    const auto& [g, w] = by_shape[i];
+    std::printf("| %ld | %ld | %ld | %s | %s | %s\n", static_cast<long>(g.m), static_cast<long>(g.k),
+                static_cast<long>(g.n), g.op().c_str(), site_name(g.site), w.row(total).c_str());
+  }
+
+  nlohmann::json profile = nlohmann::json::object();
+  for (size_t c = 0; c < static_cast<size_t>(OpCategory::count_); ++c) {
+    const Profiler::Stat& st = prof.category(static_cast<OpCategory>(c));
+    if (st.calls > 0) profile[category_name(static_cast<OpCategory>(c))] = {{"s", st.seconds}, {"calls", st.calls}};
+  }
+  profile["task loop"] = {{"s", prof.task_loop_seconds()}};
+  profile["outside ops"] = {{"s", prof.outside_seconds()}};
+  profile["wall"] = {{"s", prof.wall_seconds()}};
+  return {{"hidden", hidden}, {"embed", cfg.dim}, {"params", ps.numel()}, {"step_check", check},
+          {"gemm_flops", total.flops}, {"needed_flops", needed}, {"gemm_calls", total.calls},
+          {"distinct_gemms", counter.shapes.size()}, {"epoch_s", epoch_s.values},
+          {"epoch_s_median", epoch_s.median()}, {"achieved_gflops", achieved}, {"replay_s", replay_s.values},
+          {"replay_s_median", replay_s.median()}, {"eigen_gflops", eigen}, {"fraction", achieved / eigen},
+          {"fraction_per_repeat", ratio.values}, {"observed_epoch_s", observed_wall_s},
+          {"observed_gemm_s", total.observed_s}, {"profile", profile}, {"gemms", shapes_json}};
+}
+
+// The rate of one large GEMM, for scale: what Eigen reaches on this machine.
+nlohmann::json reference_gemm(int repeats) {
+  const Gemm g{.m = 2048, .k = 1024, .n = 2560};
+  GemmBuffers buf({g});
+  buf.run(g);  // warm-up
+  Series s;
+  for (int r = 0; r < std::max(repeats, 1); ++r) {
+    const auto t0 = Clock::now();
+    buf.run(g);
+    s.values.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  const double rate = gflops(static_cast<double>(g.flops()), s.median());
+  std::printf("# reference GEMM %ldx%ldx%ld (M x K x N, C = A·B, row-major float32, Eigen): %s s -> %.2f GFLOP/s\n",
+              static_cast<long>(g.m), static_cast<long>(g.k), static_cast<long>(g.n), spread(s, "%.4f").c_str(), rate);
+  return {{"m", g.m}, {"k", g.k}, {"n", g.n}, {"seconds", s.values}, {"gflops", rate}};
+}
+
+int run(const Options& o) {
+  SYLVA_CHECK(o.batch > 0 && o.repeats > 0 && o.threads > 0 && o.embed > 0 && o.max_samples >= 0,
+              "[bench_roofline] --batch, --repeats, --threads and --embed must be positive, --max-samples >= 0");
+  for (int64_t h : o.hiddens) SYLVA_CHECK(h > 0, "[bench_roofline] --hidden ", h, " must be positive");
+  std::vector<std::string> looked;
+  const std::string dir = find_sst(o.data.empty() ? "" : o.data + "/sst", looked);
+  if (dir.empty()) {
+    std::string where;
+    for (const std::string& l : looked) where += "\n  " + l;
+    SYLVA_THROW("[bench_roofline] SST (train.txt, dev.txt, test.txt) not found; looked in:", where,
+                "\nset --data DIR (holding sst/) or SYLVA_DATA");
+  }
+  std::fprintf(stderr, "[roofline] loading SST from %s\n", dir.c_str());
+  Treebank tb = load_sst(dir);
+  const size_t total = tb.train.size();
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(tb.train.begin(), tb.train.end(), rng);
+  if (o.max_samples > 0 && static_cast<size_t>(o.max_samples) < tb.train.size())
+    tb.train.resize(static_cast<size_t>(o.max_samples));
+  std::vector<GraphBatch> batches;
+  int64_t vertices = 0;
+  for (size_t i = 0; i < tb.train.size(); i += static_cast<size_t>(o.batch)) {
+    std::vector<const InputGraph*> ptrs;
+    for (size_t j = i; j < std::min(tb.train.size(), i + static_cast<size_t>(o.batch)); ++j)
+      ptrs.push_back(&tb.train[j]);
+    batches.emplace_back(std::move(ptrs));
+    vertices += batches.back().num_vertices();
+  }
+  SYLVA_CHECK(!batches.empty(), "[bench_roofline] the training split is empty");
+
+  Eigen::setNbThreads(o.threads);
+  backend_for(Device::cpu()).set_threads(o.threads);
+  const SentimentTrainOptions so;
+  std::string exec;
+  for (const Ablation& a : kAblations) exec += std::string(" ") + a.name + "=" + (o.executor.*a.field ? "on" : "off");
+  std::printf("# bench_roofline: Tree-LSTM on SST train (%s), %zu of %zu trees (shuffled, seed %lu), %zu "
+              "minibatches of <= %ld trees, %ld vertices per epoch; d=%ld, %d thread(s), %d repeats\n",
+              tb.source.c_str(), tb.train.size(), total, static_cast<unsigned long>(o.seed), batches.size(),
+              static_cast<long>(o.batch), static_cast<long>(vertices), static_cast<long>(o.embed), o.threads,
+              o.repeats);
+  std::printf("# training as examples/02_tree_lstm: %s lr %g, l2 %g, clip %g, dropout %g on the "
+              "classifier input, word dropout %g, float32, %s; epoch = every minibatch in the same order, with "
+              "optimiser steps\n# executor options:%s\n",
+              so.optimizer.c_str(), so.lr, so.l2, so.clip, so.model.dropout, so.model.emb_dropout,
+              policy_name(so.policy), exec.c_str());
+  nlohmann::json out = {{"tool", "bench_roofline"}, {"data", tb.source}, {"trees", tb.train.size()},
+                        {"minibatches", batches.size()}, {"vertices", vertices}, {"batch", o.batch},
+                        {"threads", o.threads}, {"repeats", o.repeats}, {"seed", o.seed},
+                        {"dropout", so.model.dropout}, {"optimizer", so.optimizer}, {"lr", so.lr}, {"l2", so.l2}};
+  for (const Ablation& a : kAblations) out["executor_options"][a.name] = o.executor.*a.field;
+  out["reference_gemm"] = reference_gemm(o.repeats);
+  out["runs"] = nlohmann::json::array();
+  for (int64_t h : o.hiddens) out["runs"].push_back(run_hidden(tb, batches, h, o));
+
+  std::printf("\n## summary\n\n| h | GFLOP / epoch | epoch s, median (min–max) | achieved GFLOP/s | Eigen GFLOP/s, "
+              "same shapes | fraction |\n|---:|---:|---:|---:|---:|---:|\n");
+  for (const nlohmann::json& r : out["runs"]) {
+    Series e{r["epoch_s"].get<std::vector<double>>()};
+    std::printf("| %ld | %.3f | %s | %.2f | %.2f | %.3f |\n", r["hidden"].get<long>(),
+                r["gemm_flops"].get<double>() * 1e-9, spread(e, "%.3f").c_str(), r["achieved_gflops"].get<double>(),
+                r["eigen_gflops"].get<double>(), r["fraction"].get<double>());
+  }
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    SYLVA_CHECK(f.good(), "[bench_roofline] cannot write ", o.json);
+    f << out.dump(2) << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  std::array<bool, std::size(kAblations)> ablate{};
+  CLI::App app{"How close Tree-LSTM training on SST gets to Eigen's GEMM rate at the same shapes"};
+  app.add_option("--hidden", o.hiddens, "Tree-LSTM memory sizes h")->capture_default_str()->delimiter(',');
+  app.add_option("--embed", o.embed, "Word vector size d")->capture_default_str();
+  app.add_option("--batch", o.batch, "Trees per minibatch")->capture_default_str();
+  app.add_option("--threads", o.threads, "Threads for GEMMs (training and replay)")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "Timed epochs and replays (median reported)")->capture_default_str();
+  app.add_option("--max-samples", o.max_samples, "Train trees per epoch (0 = the whole SST train split)")
+      ->capture_default_str();
+  app.add_option("--data", o.data, "Directory holding sst/ (default: $SYLVA_DATA, else shared/data found upwards)");
+  app.add_option("--seed", o.seed, "Seed of parameters, shuffling and dropout")->capture_default_str();
+  app.add_option("--json", o.json, "Also write the results here");
+  for (size_t i = 0; i < std::size(kAblations); ++i) app.add_flag(kAblations[i].flag, ablate[i], kAblations[i].help);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;  // --help is 0; every bad option exits with 1
+  }
+  for (size_t i = 0; i < std::size(kAblations); ++i)
+    if (ablate[i]) o.executor.*kAblations[i].field = kAblations[i].value;
+  try {
+    return run(o);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

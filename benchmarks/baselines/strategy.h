@@ -92,6 +92,7 @@ struct StrategyOptions {
   bool lazy_param_grads = true;
   bool eager_batching = true;
   bool fusion = true;
+  bool streaming = true;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

@@ -48,7 +48,7 @@ class SylvaStrategy final : public Strategy {
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
             {.policy = policy, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
              .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching,
-             .fusion = o.fusion}),
+             .fusion = o.fusion, .streaming = o.streaming}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
     if (measure_) ex_.set_observer(profiler_.observer());
   }

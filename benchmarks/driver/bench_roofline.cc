@@ -50,6 +50,8 @@ constexpr Ablation kAblations[] = {
      "Input projections and their gradients per task (ExecutorOptions::eager_batching off)"},
     {"--no-fusion", "fusion", &ExecutorOptions::fusion, false,
      "Elementwise ops one by one (ExecutorOptions::fusion off)"},
+    {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,
+     "Work outside the task loop on the calling thread (ExecutorOptions::streaming off)"},
 };
 
 struct Options {

@@ -51,7 +51,7 @@ struct Options {
   uint64_t seed = 1;
   bool float64 = false;
   bool list = false;
-  bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false;
+  bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false;
   bool projection_in_cell = false;
 };
 
@@ -135,7 +135,8 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
   return make_builtin_strategy(name, cfg, ps,
                                {.threads = o.threads, .measure_movement = o.measure_movement,
                                 .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
-                                .eager_batching = !o.no_eager, .fusion = !o.no_fusion});
+                                .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
+                                .streaming = !o.no_streaming});
 }
 
 std::vector<std::string> available(Workload w) {
@@ -335,6 +336,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
   app.add_flag("--no-eager", o.no_eager, "sylva: switch off eager batching (ablation)");
   app.add_flag("--no-fusion", o.no_fusion, "sylva: switch off fusion of elementwise ops (ablation)");
+  app.add_flag("--no-streaming", o.no_streaming, "sylva: run the work outside the task loop on the calling thread (ablation)");
   app.add_flag("--projection-in-cell", o.projection_in_cell,
                "LSTMs, sylva only: write x·W + b inside the vertex function instead of the program");
   app.add_option("--csv", o.csv, "write rows as CSV");

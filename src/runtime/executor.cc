@@ -93,6 +93,7 @@ struct Executor::Impl {
           r.set_lazy_param_grads(options.lazy_param_grads);
           r.set_eager_batching(options.eager_batching);
           r.set_fusion(options.fusion);
+          r.set_streaming(options.streaming);
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;

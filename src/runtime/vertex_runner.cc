@@ -148,7 +148,8 @@ void VertexRunner::init_values(Values& v, const ir::Graph& g) {
 // it) instead of once per task. Lazy batching moves parameter gradients
 // dW += Xᵀ·dY after the loop on its own. A node after the loop must not
 // read a fixed-size value of the loop (it would see the last task's only),
-// and no node of the loop may read one computed after it.
+// and no node of the loop may read one computed after it; a parameter's
+// gradient outputs share one phase.
 void VertexRunner::plan_phases(Values& v, bool backward) {
   const ir::Graph& g = *v.graph;
   const size_t size = g.size();
@@ -212,6 +213,17 @@ void VertexRunner::plan_phases(Values& v, bool backward) {
           changed = true;
         }
       }
+    }
+    // All gradient outputs of one parameter share a phase, so that with
+    // streaming only one thread accumulates into its gradient.
+    for (const Node& n : g.nodes()) {
+      if (n.op != OpKind::ParamGradOut || ph[static_cast<size_t>(n.id)] != Phase::post) continue;
+      for (const Node& o : g.nodes())
+        if (o.op == OpKind::ParamGradOut && o.attrs.name == n.attrs.name && ph[static_cast<size_t>(o.id)] == Phase::loop) {
+          ph[static_cast<size_t>(n.id)] = Phase::loop;
+          changed = true;
+          break;
+        }
     }
   }
   v.pre.clear();
@@ -320,13 +332,14 @@ void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task
 void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
   Values::Fused& f = v.fused[group];
   if (skip_ && &v == &fwd_)
-    for (NodeId m : f.members) zero_f_[static_cast<size_t>(m)] = zero_from_inputs(v.graph->node(m), zero_f_);
+    for (NodeId m : f.members)
+      main_.zero_f[static_cast<size_t>(m)] = zero_from_inputs(v.graph->node(m), main_.zero_f);
   auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  scratch_in_.clear();
-  for (NodeId in : f.inputs) scratch_in_.push_back(view(v, in, t));
-  scratch_out_.clear();
-  for (NodeId out : f.outputs) scratch_out_.push_back(view(v, out, t));
-  if (!backend_.run_fused(f.program, scratch_in_, scratch_out_, t.bs)) {
+  main_.in.clear();
+  for (NodeId in : f.inputs) main_.in.push_back(view(v, in, t));
+  main_.out.clear();
+  for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
+  if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
     f.failed = true;
     log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
                                v.graph->name() + "'; running its ops one by one");
@@ -395,7 +408,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   }
   minus_ones_.assign(static_cast<size_t>(rows), -1);
   ensure_phases();
-  zero_f_.assign(g.size(), 0);
+  main_.zero_f.assign(g.size(), 0);
   for (size_t i = 0; i < fwd_.arena.size(); ++i)
     if (fwd_.home[i] == Home::arena) fwd_.arena[i].reserve_rows(rows);
   for (size_t i = 0; i < bwd_.arena.size(); ++i)
@@ -425,14 +438,15 @@ bool VertexRunner::absent_message(const Node& n, uint64_t bits) {
   return n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u);
 }
 
-void VertexRunner::compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, std::vector<uint8_t>& zero) const {
+void VertexRunner::compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, const std::vector<uint8_t>& zero_f,
+                                std::vector<uint8_t>& zero) const {
   zero.assign(g.size(), 0);
   for (const Node& n : g.nodes()) {
     bool z = false;
     switch (n.op) {
       case OpKind::Gather: case OpKind::GatherReduce: z = absent_message(n, bits); break;
       case OpKind::Pull: z = pull_zero; break;
-      case OpKind::ForwardValue: z = zero_f_[static_cast<size_t>(n.attrs.ref)] != 0; break;
+      case OpKind::ForwardValue: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
       default: z = zero_from_inputs(n, zero);
     }
     zero[static_cast<size_t>(n.id)] = z;
@@ -442,28 +456,30 @@ void VertexRunner::compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zer
 // ∂F nodes of the current task whose result nobody needs: gradients for
 // absent children or unused pull rows, zero parameter gradients, and
 // everything that only feeds those.
-void VertexRunner::compute_dead(uint64_t bits) {
+void VertexRunner::compute_dead(uint64_t bits, Lane& lane) const {
   const ir::Graph& dg = *df_;
-  dead_b_.assign(dg.size(), 0);
+  const std::vector<uint8_t>& zero_b = lane.zero_b;
+  std::vector<uint8_t>& dead_b = lane.dead_b;
+  dead_b.assign(dg.size(), 0);
   for (size_t i = dg.size(); i-- > 0;) {
     const Node& n = dg.node(static_cast<NodeId>(i));
     bool d = false;
     switch (n.op) {
       case OpKind::GatherGradOut:
-        d = (n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u)) || zero_b_[static_cast<size_t>(n.inputs[0])] != 0;
+        d = (n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u)) || zero_b[static_cast<size_t>(n.inputs[0])] != 0;
         break;
       case OpKind::GatherReduceGradOut:
-        d = (bits & kNoChildren) != 0 || zero_b_[static_cast<size_t>(n.inputs[0])] != 0;
+        d = (bits & kNoChildren) != 0 || zero_b[static_cast<size_t>(n.inputs[0])] != 0;
         break;
       case OpKind::PullGradOut: d = (bits & kPullGradUnused) != 0; break;
-      case OpKind::ParamGradOut: d = zero_b_[static_cast<size_t>(n.inputs[0])] != 0; break;
+      case OpKind::ParamGradOut: d = zero_b[static_cast<size_t>(n.inputs[0])] != 0; break;
       default: {
         const auto& cs = consumers_b_[i];
         d = !cs.empty() &&
-            std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return dead_b_[static_cast<size_t>(c)] != 0; });
+            std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return dead_b[static_cast<size_t>(c)] != 0; });
       }
     }
-    dead_b_[i] = d;
+    dead_b[i] = d;
   }
 }
 
@@ -504,27 +520,27 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   if (v.phase[n.id] != Phase::loop) return;
   if (&v == &bwd_ && folded_[n.id]) return;  // runs at its ParamGradOut
   const bool fwd = &v == &fwd_;
-  if (skip_ && !fwd && dead_b_[static_cast<size_t>(n.id)]) {
+  if (skip_ && !fwd && main_.dead_b[static_cast<size_t>(n.id)]) {
     skip_unneeded(n, t);
     return;
   }
   if (skip_ && fwd && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
     const bool z = n.op == OpKind::Gather || n.op == OpKind::GatherReduce
                        ? absent_message(n, task_bits_[static_cast<size_t>(task_index)])
-                       : zero_from_inputs(n, zero_f_);
-    zero_f_[static_cast<size_t>(n.id)] = z;
+                       : zero_from_inputs(n, main_.zero_f);
+    main_.zero_f[static_cast<size_t>(n.id)] = z;
   }
   if (skip_ && (h == Home::arena || h == Home::fixed) && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
-      (fwd ? zero_f_ : zero_b_)[static_cast<size_t>(n.id)]) {
+      (fwd ? main_.zero_f : main_.zero_b)[static_cast<size_t>(n.id)]) {
     backend_.fill_zero(h == Home::arena ? view(v, n.id, t)
                                         : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype));
     ++skipped_;  // known zero: no kernel
     return;
   }
-  exec_node(v, n, t, task_index, ctx, obs);
+  exec_node(v, n, t, task_index, ctx, obs, main_);
   if (skip_ && n.op == OpKind::Pull) {
     const bool z = all_zero_bytes(view(v, n.id, t));
-    zero_f_[static_cast<size_t>(n.id)] = z;
+    main_.zero_f[static_cast<size_t>(n.id)] = z;
     task_pull_zero_[static_cast<size_t>(task_index)] = z;
   }
 }
@@ -539,7 +555,7 @@ void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
 }
 
 void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
-                             const Observer* obs) {
+                             const Observer* obs, Lane& lane) {
   const Home h = v.home[n.id];
   auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const auto window = [&](const std::vector<int32_t>& table) {
@@ -571,76 +587,80 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
       MatView grad = grad_view(params_[n.attrs.name]);
       if (&v == &bwd_ && folded_[n.inputs[0]]) {
         const Node& mm = v.graph->node(n.inputs[0]);
-        scratch_in_.clear();
-        for (NodeId in : mm.inputs) scratch_in_.push_back(view(v, in, t));
+        lane.in.clear();
+        for (NodeId in : mm.inputs) lane.in.push_back(view(v, in, t));
         ExecContext c = ctx;
-        backend_.run({mm, scratch_in_, grad, c, /*accumulate=*/true});
+        backend_.run({mm, lane.in, grad, c, /*accumulate=*/true});
       } else {
         backend_.accumulate(view(v, n.inputs[0], t), grad);
       }
       break;
     }
     default: {
-      scratch_in_.clear();
-      for (NodeId in : n.inputs) scratch_in_.push_back(view(v, in, t));
+      lane.in.clear();
+      for (NodeId in : n.inputs) lane.in.push_back(view(v, in, t));
       MatView out = h == Home::arena ? view(v, n.id, t)
                                      : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype);
       ExecContext c = ctx;
       c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
-      backend_.run({n, scratch_in_, out, c});
+      backend_.run({n, lane.in, out, c});
     }
   }
-  if (obs && *obs)
-    (*obs)({n, *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start});
+  if (obs && *obs) {
+    const OpEvent e{n, *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start};
+    if (lane.buffer_events) lane.events.push_back(e);
+    else (*obs)(e);
+  }
 }
 
-void VertexRunner::task_flags(size_t ti, bool backward) {
-  compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, zero_f_);
+void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
+  compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, {}, lane.zero_f);  // F reads no forward values
   if (!backward) return;
-  compute_zero(*df_, task_bits_[ti], false, zero_b_);
-  compute_dead(task_bits_[ti]);
+  compute_zero(*df_, task_bits_[ti], false, lane.zero_f, lane.zero_b);
+  compute_dead(task_bits_[ti], lane);
 }
 
-void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs) {
+void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs, size_t first,
+                             size_t end, Lane& lane) {
   const std::vector<NodeId>& nodes = ph == Phase::pre ? v.pre : v.post;
-  if (nodes.empty()) return;
+  if (nodes.empty() || first >= end) return;
   const bool fwd = &v == &fwd_;
   const auto& tasks = schedule_->tasks;
-  const size_t T = tasks.size();
-  const Task all{0, schedule_->num_rows()};
-  const auto batched = static_cast<int64_t>(T);  // the observer's task index for work outside the loop
+  const size_t T = end - first;
+  const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
+  const auto batched = static_cast<int64_t>(tasks.size());  // the observer's task index for work outside the loop
   // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
   for (NodeId id : nodes) {
     const Node& n = v.graph->node(id);
     if (n.op != OpKind::Pull) continue;
-    exec_node(v, n, all, batched, ctx, obs);
-    for (size_t ti = 0; ti < T && skip_; ++ti) task_pull_zero_[ti] = all_zero_bytes(view(v, id, tasks[ti]));
+    exec_node(v, n, all, batched, ctx, obs, lane);
+    for (size_t ti = first; ti < end && skip_; ++ti) task_pull_zero_[ti] = all_zero_bytes(view(v, id, tasks[ti]));
   }
-  phase_state_.assign(nodes.size() * T, 0);
-  for (size_t ti = 0; ti < T && skip_; ++ti) {
-    task_flags(ti, !fwd);
-    const std::vector<uint8_t>& zero = fwd ? zero_f_ : zero_b_;
+  lane.state.assign(nodes.size() * T, 0);
+  for (size_t ti = first; ti < end && skip_; ++ti) {
+    task_flags(ti, !fwd, lane);
+    const std::vector<uint8_t>& zero = fwd ? lane.zero_f : lane.zero_b;
     for (size_t k = 0; k < nodes.size(); ++k) {
       const auto id = static_cast<size_t>(nodes[k]);
-      phase_state_[k * T + ti] = !fwd && dead_b_[id] ? 2 : zero[id] ? 1 : 0;
+      lane.state[k * T + (ti - first)] = !fwd && lane.dead_b[id] ? 2 : zero[id] ? 1 : 0;
     }
   }
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node& n = v.graph->node(nodes[k]);
     if (n.op == OpKind::Pull) continue;
-    if (v.home[n.id] == Home::fixed) {  // a value of parameters only: once
-      exec_node(v, n, all, batched, ctx, obs);
+    if (v.home[n.id] == Home::fixed) {  // a value of parameters only: once, before the first task needs it
+      if (first == 0) exec_node(v, n, all, batched, ctx, obs, lane);
       continue;
     }
-    const uint8_t* state = phase_state_.data() + k * T;
-    for (size_t ti = 0; ti < T;) {
-      const uint8_t s = state[ti];
-      Task span{tasks[ti].offset, 0};
+    const uint8_t* state = lane.state.data() + k * T;
+    for (size_t i = 0; i < T;) {
+      const uint8_t st = state[i];
+      Task span{tasks[first + i].offset, 0};
       int64_t count = 0;
-      for (; ti < T && state[ti] == s; ++ti, ++count) span.bs += tasks[ti].bs;
-      if (s == 0 || (s == 1 && v.home[n.id] != Home::arena)) {
-        exec_node(v, n, span, batched, ctx, obs);
-      } else if (s == 1) {
+      for (; i < T && state[i] == st; ++i, ++count) span.bs += tasks[first + i].bs;
+      if (st == 0 || (st == 1 && v.home[n.id] != Home::arena)) {
+        exec_node(v, n, span, batched, ctx, obs, lane);
+      } else if (st == 1) {
         backend_.fill_zero(view(v, n.id, span));
         skipped_ += count;
       } else {
@@ -651,15 +671,63 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
   }
 }
 
+// Chunks of tasks holding at least a quarter of the rows (and 256 rows), in
+// task order; for the backward loop, in the reverse order it runs them.
+std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
+  const auto& tasks = schedule_->tasks;
+  const int64_t target = std::max<int64_t>(256, schedule_->num_rows() / 4);
+  std::vector<size_t> b{reverse ? tasks.size() : 0};
+  int64_t rows = 0;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const size_t ti = reverse ? tasks.size() - 1 - k : k;
+    rows += tasks[ti].bs;
+    if (rows >= target || k + 1 == tasks.size()) {
+      b.push_back(reverse ? ti : ti + 1);
+      rows = 0;
+    }
+  }
+  return b;
+}
+
+void VertexRunner::report_worker_events(const Observer* obs) {
+  if (obs && *obs)
+    for (const OpEvent& e : worker_lane_.events) (*obs)(e);
+  worker_lane_.events.clear();
+}
+
 void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
   pull_ = pull;
   const auto& tasks = schedule_->tasks;
-  run_phase(fwd_, Phase::pre, ctx, obs);
-  for (size_t ti = 0; ti < tasks.size(); ++ti) {
-    if (skip_ && !fwd_.pre.empty()) task_flags(ti, false);  // zero flags of the nodes that ran before
-    for (int32_t u : fwd_.order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+  const size_t T = tasks.size();
+  // Streaming: the work before the loop runs on the worker, chunk by chunk,
+  // and each task waits only for its own chunk.
+  const bool stream = streaming_ && !fwd_.pre.empty() && T > 1;
+  std::vector<size_t> bounds;
+  std::vector<uint64_t> events;
+  if (stream) {
+    if (!worker_) worker_ = std::make_unique<WorkerStream>();
+    worker_lane_.buffer_events = true;
+    bounds = chunk_bounds(false);
+    for (size_t c = 0; c + 1 < bounds.size(); ++c)
+      events.push_back(worker_->enqueue([this, ctx, obs, a = bounds[c], b = bounds[c + 1]] {
+        run_phase(fwd_, Phase::pre, ctx, obs, a, b, worker_lane_);
+      }));
+  } else {
+    run_phase(fwd_, Phase::pre, ctx, obs, 0, T, main_);
   }
-  run_phase(fwd_, Phase::post, ctx, obs);
+  try {
+    size_t chunk = 0;
+    for (size_t ti = 0; ti < T; ++ti) {
+      if (stream && ti == bounds[chunk]) worker_->wait(events[chunk++]);
+      if (skip_ && !fwd_.pre.empty()) task_flags(ti, false, main_);  // zero flags of the nodes that ran before
+      for (int32_t u : fwd_.order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+    }
+  } catch (...) {
+    if (stream) worker_->drain();
+    throw;
+  }
+  if (stream) report_worker_events(obs);
+  run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
   // push: permute the pushed rows from task order back to vertex order.
   NodeId src = f_->node(f_->find(OpKind::Push)[0]).inputs[0];
   const DynamicTensor& a = fwd_.arena[src];
@@ -678,14 +746,39 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
     if (bwd_.home[i] == Home::arena) bwd_.arena[i].reserve_rows(schedule_->num_rows());
   d_pushed_ = d_pushed;
   d_pull_ = d_pull;
-  ExecContext ctx;
+  const ExecContext ctx;
   const auto& tasks = schedule_->tasks;
-  run_phase(bwd_, Phase::pre, ctx, obs);
-  for (size_t ti = tasks.size(); ti-- > 0;) {
-    if (skip_) task_flags(ti, true);
-    for (int32_t u : bwd_.order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+  const size_t T = tasks.size();
+  run_phase(bwd_, Phase::pre, ctx, obs, 0, T, main_);
+  // Streaming: once the loop has finished a chunk of tasks (their rows are
+  // final: parents run first), the work after the loop for those tasks
+  // runs on the worker while the loop goes on.
+  const bool stream = streaming_ && !bwd_.post.empty() && T > 1;
+  std::vector<size_t> bounds;
+  if (stream) {
+    if (!worker_) worker_ = std::make_unique<WorkerStream>();
+    worker_lane_.buffer_events = true;
+    bounds = chunk_bounds(true);
   }
-  run_phase(bwd_, Phase::post, ctx, obs);
+  try {
+    size_t chunk = 1;
+    for (size_t ti = T; ti-- > 0;) {
+      if (skip_) task_flags(ti, true, main_);
+      for (int32_t u : bwd_.order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+      if (stream && ti == bounds[chunk]) {
+        worker_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
+          run_phase(bwd_, Phase::post, ctx, obs, a, b, worker_lane_);
+        });
+        ++chunk;
+      }
+    }
+    if (stream) worker_->synchronize();
+  } catch (...) {
+    if (stream) worker_->drain();
+    throw;
+  }
+  if (stream) report_worker_events(obs);
+  else run_phase(bwd_, Phase::post, ctx, obs, 0, T, main_);
 }
 
 size_t VertexRunner::allocations() const {

@@ -2,6 +2,7 @@
 // tasks of a schedule, with one dynamic tensor per per-vertex value.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <span>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/runtime/executor.h"
+#include "stream.h"
 
 namespace sylva::detail {
 
@@ -40,6 +42,8 @@ class VertexRunner {
     phases_dirty_ |= lazy_ != on;
     lazy_ = on;
   }
+  /// See ExecutorOptions::streaming.
+  void set_streaming(bool on) { streaming_ = on; }
   /// See ExecutorOptions::fusion.
   void set_fusion(bool on) {
     phases_dirty_ |= fusion_ != on;
@@ -53,7 +57,7 @@ class VertexRunner {
     eager_ = on;
   }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
-  int64_t skipped_ops() const { return skipped_; }
+  int64_t skipped_ops() const { return skipped_.load(); }
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull); pushed: [V, h] in vertex order.
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
@@ -71,6 +75,16 @@ class VertexRunner {
   // When a node runs: once over all rows before the task loop (eager), per
   // task, or once over all rows after it (lazy).
   enum class Phase : uint8_t { pre, loop, post };
+  // What one thread needs to run nodes: operand lists, zero/unneeded flags
+  // of the task at hand, per-task states of a phase, and (for the worker)
+  // observer events kept until the caller's thread reports them.
+  struct Lane {
+    std::vector<MatView> in, out;
+    std::vector<uint8_t> zero_f, zero_b, dead_b;
+    std::vector<uint8_t> state;  // [node of the phase][task]: 0 run, 1 zero, 2 unneeded
+    bool buffer_events = false;
+    std::vector<OpEvent> events;
+  };
   struct Values {
     const ir::Graph* graph = nullptr;
     std::vector<Home> home;
@@ -96,7 +110,7 @@ class VertexRunner {
                 const Observer* obs);
   // Runs node n over the rows of t (a task or a run of tasks).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
-                 const Observer* obs);
+                 const Observer* obs, Lane& lane);
   void skip_unneeded(const ir::Node& n, const Task& t);
   // Eager and lazy batching: which nodes run outside the task loop.
   void plan_phases(Values& v, bool backward);
@@ -106,11 +120,15 @@ class VertexRunner {
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
   void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
-  // Runs the pre or post nodes of v over runs of consecutive tasks in which
-  // they are neither zero nor unneeded.
-  void run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs);
-  // zero_f_ (and for ∂F zero_b_, dead_b_) of task ti.
-  void task_flags(size_t ti, bool backward);
+  // Runs the pre or post nodes of v for tasks [first, end) over runs of
+  // consecutive tasks in which they are neither zero nor unneeded.
+  void run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
+                 Lane& lane);
+  // Streaming: tasks [bounds[k], bounds[k+1]) form chunk k of a phase queued on the worker.
+  std::vector<size_t> chunk_bounds(bool reverse) const;
+  void report_worker_events(const Observer* obs);
+  // zero_f (and for ∂F zero_b, dead_b) of task ti.
+  void task_flags(size_t ti, bool backward, Lane& lane) const;
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
 
   std::shared_ptr<const ir::Graph> f_;
@@ -126,7 +144,6 @@ class VertexRunner {
   std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
   MatView pull_, pushed_, d_pushed_, d_pull_;
-  std::vector<MatView> scratch_in_;
   std::vector<bool> folded_;  // ∂F matmuls run as grad += A·B at their ParamGradOut
 
   // Skipping zero work. Per task, bits of what is absent at every row:
@@ -134,20 +151,24 @@ class VertexRunner {
   // gradient (kPullGradUnused); and whether the pulled block was all zero.
   static constexpr uint64_t kNoChildren = 1ull << 62, kPullGradUnused = 1ull << 63;
   static bool absent_message(const ir::Node& n, uint64_t bits);
-  void compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, std::vector<uint8_t>& zero) const;
-  void compute_dead(uint64_t bits);
+  void compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, const std::vector<uint8_t>& zero_f,
+                    std::vector<uint8_t>& zero) const;
+  void compute_dead(uint64_t bits, Lane& lane) const;
   bool skip_ = true;
-  int64_t skipped_ = 0;
+  std::atomic<int64_t> skipped_ = 0;
   std::vector<uint64_t> task_bits_;
   std::vector<uint8_t> task_pull_zero_;
-  std::vector<uint8_t> zero_f_, zero_b_, dead_b_;  // of the current task
   std::vector<std::vector<ir::NodeId>> consumers_b_;  // ∂F node -> nodes reading it
   std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
 
   // Eager and lazy batching.
   bool lazy_ = true, eager_ = true, fusion_ = true, phases_dirty_ = true;
-  std::vector<MatView> scratch_out_;
-  std::vector<uint8_t> phase_state_;  // [node of the phase][task]: 0 run, 1 zero, 2 unneeded
+
+  // Streaming: work before/after the task loop runs on worker_ (its lane
+  // worker_lane_) while the loop runs on the caller's thread (lane main_).
+  bool streaming_ = false;
+  Lane main_, worker_lane_;
+  std::unique_ptr<WorkerStream> worker_;  // last: joins before the values above go
 };
 
 }  // namespace sylva::detail

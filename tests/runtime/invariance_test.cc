@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/runtime/generators.h"
 
 namespace sylva {
 namespace {
@@ -67,7 +69,7 @@ struct Result {
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false};
+          .fusion = false, .streaming = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -141,6 +143,9 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"lazy_param_grads", [](ExecutorOptions& o) { o.lazy_param_grads = true; }},
       {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
       {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
+      // Streaming moves the work eager and lazy batching take out of the loop.
+      {"streaming (with eager, lazy)",
+       [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},
       {"all", [](ExecutorOptions& o) { o = ExecutorOptions{.policy = o.policy}; }},
   };
   std::mt19937_64 rng(4321);
@@ -353,6 +358,51 @@ TEST(Fusion, CellTailRunsAsFusedGroups) {
       EXPECT_GT(sigmoid_alone, 0);
     }
   }
+}
+
+// Streaming: on a batch large enough for several chunks, the work before
+// and after the loop runs chunk by chunk on the worker thread (x·W and dW
+// as one product per chunk) and the results equal those without it.
+TEST(Streaming, RunsOutsideWorkInChunksWithTheSameResults) {
+  std::mt19937_64 rng(21);
+  Model m(1, 0.25);
+  std::vector<InputGraph> graphs = chains(random_lengths(rng, 48, 10, 30), "c");
+  for (InputGraph& g : graphs) test::attach_random_ids(rng, g, kVocab, kClasses);
+  GraphBatch b = GraphBatch::of(graphs);
+  ASSERT_GT(b.num_vertices(), 768);  // chunks of >= 256 rows and a quarter of them: 3 or 4
+  std::vector<Result> results;
+  for (bool streaming : {false, true}) {
+    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = streaming});
+    int xw = 0, dw = 0;
+    std::thread::id observer_thread;
+    bool one_thread = true;
+    ex.set_observer([&](const OpEvent& e) {
+      if (observer_thread == std::thread::id()) observer_thread = std::this_thread::get_id();
+      one_thread = one_thread && observer_thread == std::this_thread::get_id();
+      if (e.node.op == ir::OpKind::MatMul && e.graph.kind() == ir::GraphKind::vertex_function &&
+          e.graph.node(e.node.inputs[1]).attrs.name == "W")
+        ++xw;
+      if (e.node.op == ir::OpKind::ParamGradOut && e.node.attrs.name == "W") ++dw;
+    });
+    ex.forward(b, Mode::train);
+    Result r{ex.scalar(m.loss), {}, ex.schedule().tasks.size()};
+    m.ps.zero_grad();
+    ex.backward(m.loss);
+    for (Parameter* prm : m.ps.all()) r.grads.push_back(prm->grad.clone());
+    results.push_back(std::move(r));
+    EXPECT_TRUE(one_thread) << "observer events are reported on the caller's thread";
+    if (streaming) {
+      EXPECT_GE(xw, 3) << "x·W runs once per chunk";
+      EXPECT_GE(dw, 3) << "dW runs once per chunk";
+      EXPECT_LE(xw, 5);
+    } else {
+      EXPECT_EQ(xw, 1);
+      EXPECT_EQ(dw, 1);
+    }
+  }
+  EXPECT_LE(std::abs(results[0].loss - results[1].loss), 1e-10 * std::abs(results[0].loss));
+  for (size_t k = 0; k < results[0].grads.size(); ++k)
+    EXPECT_LE(test::relative_error(results[0].grads[k], results[1].grads[k]), 1e-10) << k;
 }
 
 TEST(Invariance, BfsTasksFollowLevels) {

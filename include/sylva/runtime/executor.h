@@ -48,6 +48,13 @@ struct ExecutorOptions {
   /// passes::fusion_groups. A backend without fused kernels runs the ops one
   /// by one (with a warning).
   bool fusion = true;
+  /// Streaming: the work eager and lazy batching moved out of the task loop
+  /// runs on a second thread while the loop runs -- F's, chunk by chunk
+  /// ahead of the tasks that need it (each task waits for its chunk's
+  /// event); ∂F's, for each chunk of tasks the loop has finished. Uses one
+  /// more core than `threads`. The CPU form of running on a second CUDA
+  /// stream.
+  bool streaming = true;
 };
 
 /// What an observer is told after each op runs (for profiling).

@@ -32,6 +32,7 @@ class CpuBackend final : public Backend {
     cpu::register_structure_kernels(table_);
     cpu::register_loss_kernels(table_);
     Eigen::setNbThreads(1);
+    Eigen::initParallel();  // GEMMs may run on two threads at once (streaming)
   }
 
   Device device() const override { return Device::cpu(); }

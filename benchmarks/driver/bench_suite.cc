@@ -336,7 +336,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
   app.add_flag("--no-eager", o.no_eager, "sylva: switch off eager batching (ablation)");
   app.add_flag("--no-fusion", o.no_fusion, "sylva: switch off fusion of elementwise ops (ablation)");
-  app.add_flag("--no-streaming", o.no_streaming, "sylva: run the work outside the task loop on the calling thread (ablation)");
+  app.add_flag("--no-streaming", o.no_streaming,
+               "sylva: run the work outside the task loop on the calling thread (ablation)");
   app.add_flag("--projection-in-cell", o.projection_in_cell,
                "LSTMs, sylva only: write x·W + b inside the vertex function instead of the program");
   app.add_option("--csv", o.csv, "write rows as CSV");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <unordered_map>
 
 #include "sylva/core/error.h"
@@ -44,6 +45,13 @@ struct Executor::Impl {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
     }
+  }
+
+  // Streaming needs a core the GEMM threads leave free: with as many GEMM
+  // threads as cores, a worker thread only competes with them.
+  bool streaming() const {
+    const int gemm_threads = std::max(options.threads, 1);
+    return options.streaming && gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
   }
 
   // Rows of a rowed static value: the batch's vertex count.
@@ -93,7 +101,7 @@ struct Executor::Impl {
           r.set_lazy_param_grads(options.lazy_param_grads);
           r.set_eager_batching(options.eager_batching);
           r.set_fusion(options.fusion);
-          r.set_streaming(options.streaming);
+          r.set_streaming(streaming());
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;

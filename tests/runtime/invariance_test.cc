@@ -130,6 +130,32 @@ TEST(Invariance, RandomDagsBfsEqualsSerial) {
   }
 }
 
+// `n` random trees of at most `size` vertices (arity 3) with random ids
+// (a GraphBatch refers to its graphs: keep them alive).
+std::vector<InputGraph> random_trees(std::mt19937_64& rng, int n, int size, bool holes) {
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < n; ++s) {
+    graphs.push_back(test::random_tree(rng, size, 3, holes, "t" + std::to_string(s)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  return graphs;
+}
+
+// Three complete binary trees of 8 leaves with words on the leaves only.
+std::vector<InputGraph> complete_trees_with_leaf_words() {
+  std::vector<InputGraph> graphs;
+  for (int s = 0; s < 3; ++s) {
+    graphs.push_back(complete_binary_tree(8, "tree " + std::to_string(s)));
+    InputGraph& g = graphs.back();
+    std::vector<int32_t> words(static_cast<size_t>(g.num_vertices())), labels(words.size(), 1);
+    for (int32_t v = 0; v < g.num_vertices(); ++v)
+      words[static_cast<size_t>(v)] = g.children(v).empty() ? v % kVocab : -1;
+    g.set_ids("x", words);
+    g.set_ids("labels", labels);
+  }
+  return graphs;
+}
+
 // Each optimisation alone, and all together, changes no result: the same
 // loss and gradients as Serial with every optimisation off, under both
 // policies, on trees with holes, chains and DAGs (read through
@@ -188,15 +214,7 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
 // of F's two products, and ∂F skips the matching ones.
 TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
   Model m(2, 0.0);
-  std::vector<InputGraph> graphs;
-  for (int s = 0; s < 3; ++s) {
-    graphs.push_back(complete_binary_tree(8, "tree " + std::to_string(s)));
-    InputGraph& g = graphs.back();
-    std::vector<int32_t> words(static_cast<size_t>(g.num_vertices())), labels(words.size(), 1);
-    for (int32_t v = 0; v < g.num_vertices(); ++v) words[static_cast<size_t>(v)] = g.children(v).empty() ? v % kVocab : -1;
-    g.set_ids("x", words);
-    g.set_ids("labels", labels);
-  }
+  const std::vector<InputGraph> graphs = complete_trees_with_leaf_words();
   GraphBatch b = GraphBatch::of(graphs);
   const auto products = [&](bool skip) {
     // Eager batching off: x·W stays in the task loop, where skipping acts per task.
@@ -228,11 +246,7 @@ TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
 TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
   std::mt19937_64 rng(8);
   Model m(3, 0.0);
-  std::vector<InputGraph> graphs;
-  for (int s = 0; s < 5; ++s) {
-    graphs.push_back(test::random_tree(rng, 20, 3, false, "t" + std::to_string(s)));
-    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
-  }
+  const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
   Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = false});
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> grads;  // param -> (task, rows) per event
@@ -259,11 +273,7 @@ TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
 TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
   std::mt19937_64 rng(8);
   Model m(3, 0.0);
-  std::vector<InputGraph> graphs;
-  for (int s = 0; s < 5; ++s) {
-    graphs.push_back(test::random_tree(rng, 20, 3, false, "t" + std::to_string(s)));
-    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
-  }
+  const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool eager : {true, false}) {
     Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager});
@@ -298,15 +308,7 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
 // complete trees with words on the leaves only, x·W covers the leaf task.
 TEST(EagerBatching, SkipsTasksThatPullOnlyZeros) {
   Model m(2, 0.0);
-  std::vector<InputGraph> graphs;
-  for (int s = 0; s < 3; ++s) {
-    graphs.push_back(complete_binary_tree(8, "tree " + std::to_string(s)));
-    InputGraph& g = graphs.back();
-    std::vector<int32_t> words(static_cast<size_t>(g.num_vertices())), labels(words.size(), 1);
-    for (int32_t v = 0; v < g.num_vertices(); ++v) words[static_cast<size_t>(v)] = g.children(v).empty() ? v % kVocab : -1;
-    g.set_ids("x", words);
-    g.set_ids("labels", labels);
-  }
+  const std::vector<InputGraph> graphs = complete_trees_with_leaf_words();
   GraphBatch b = GraphBatch::of(graphs);
   Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
   std::vector<std::pair<int64_t, int64_t>> xw;
@@ -325,11 +327,7 @@ TEST(EagerBatching, SkipsTasksThatPullOnlyZeros) {
 TEST(Fusion, CellTailRunsAsFusedGroups) {
   std::mt19937_64 rng(8);
   Model m(3, 0.0);
-  std::vector<InputGraph> graphs;
-  for (int s = 0; s < 4; ++s) {
-    graphs.push_back(test::random_tree(rng, 15, 3, true, "t" + std::to_string(s)));
-    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
-  }
+  const std::vector<InputGraph> graphs = random_trees(rng, 4, 15, true);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool fusion : {true, false}) {
     Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .fusion = fusion});
@@ -364,6 +362,7 @@ TEST(Fusion, CellTailRunsAsFusedGroups) {
 // and after the loop runs chunk by chunk on the worker thread (x·W and dW
 // as one product per chunk) and the results equal those without it.
 TEST(Streaming, RunsOutsideWorkInChunksWithTheSameResults) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "streaming needs a second core; this machine has one";
   std::mt19937_64 rng(21);
   Model m(1, 0.25);
   std::vector<InputGraph> graphs = chains(random_lengths(rng, 48, 10, 30), "c");

@@ -52,8 +52,9 @@ struct ExecutorOptions {
   /// runs on a second thread while the loop runs -- F's, chunk by chunk
   /// ahead of the tasks that need it (each task waits for its chunk's
   /// event); ∂F's, for each chunk of tasks the loop has finished. Uses one
-  /// more core than `threads`. The CPU form of running on a second CUDA
-  /// stream.
+  /// more core than `threads`, so it is skipped when `threads` (or 1) is
+  /// not below the number of cores. The CPU form of running on a second
+  /// CUDA stream.
   bool streaming = true;
 };
 

@@ -15,7 +15,7 @@ namespace sylva {
 /// What kind of work an op does, for profiles.
 enum class OpCategory : uint8_t {
   gemm,           ///< MatMul
-  elementwise,    ///< ops flagged elementwise (add, mul, activations and their gradients, dropout masks), and fused groups
+  elementwise,    ///< ops flagged elementwise (add, mul, activations, their gradients, dropout masks); fused groups
   softmax_loss,   ///< softmax, log-softmax, cross-entropy and their gradients
   data_movement,  ///< pull/gather/scatter/push and their gradients, concat/slice/assemble/broadcast, lookup
   reduction,      ///< sum, sum_rows, mean

@@ -99,11 +99,15 @@ void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<con
         case OpKind::Add: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x + y; }); break;
         case OpKind::Sub: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x - y; }); break;
         case OpKind::Mul: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x * y; }); break;
-        case OpKind::TanhGrad: binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * (T(1) - y * y); }); break;
+        case OpKind::TanhGrad:
+          binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * (T(1) - y * y); });
+          break;
         case OpKind::SigmoidGrad:
           binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * y * (T(1) - y); });
           break;
-        case OpKind::ReluGrad: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return x > T(0) ? dy : T(0); }); break;
+        case OpKind::ReluGrad:
+          binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return x > T(0) ? dy : T(0); });
+          break;
         case OpKind::LogGrad: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return dy / x; }); break;
         case OpKind::Tanh: Row<T>(d, n) = CRow<T>(arg(st, 0), n).tanh(); break;
         case OpKind::Sigmoid: Row<T>(d, n) = CRow<T>(arg(st, 0), n).logistic(); break;

@@ -28,6 +28,10 @@
 
 // passes
 #include "sylva/passes/autodiff.h"
+#include "sylva/passes/fusion.h"
+
+// sched
+#include "sylva/sched/ios.h"
 
 // backend
 #include "sylva/backend/backend.h"

@@ -1,0 +1,273 @@
+#include "sylva/sched/ios.h"
+
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "sylva/core/error.h"
+
+namespace sylva::ios {
+namespace {
+
+OpSet bit(int v) { return OpSet{1} << v; }
+
+template <class F>
+void for_each_op(OpSet s, F f) {
+  while (s) {
+    f(std::countr_zero(s));
+    s &= s - 1;
+  }
+}
+
+// A chain decomposition: each chain is a path v1 -> v2 -> ... of direct edges.
+std::vector<std::vector<int>> chains_of(const OpDag& dag) {
+  std::vector<std::vector<int>> chains;
+  OpSet used = 0;
+  for (int v : dag.topo_order()) {
+    if (used & bit(v)) continue;
+    std::vector<int> c{v};
+    used |= bit(v);
+    for (int u = v;;) {
+      const OpSet next = dag.succs(u) & ~used;
+      if (!next) break;
+      u = std::countr_zero(next);
+      c.push_back(u);
+      used |= bit(u);
+    }
+    chains.push_back(std::move(c));
+  }
+  return chains;
+}
+
+class Solver {
+ public:
+  Solver(const OpDag& dag, StageCostModel& cost, const Options& o) : dag_(dag), cost_(cost), o_(o) {}
+
+  double solve(OpSet s) {
+    if (!s) return 0.0;
+    if (auto it = memo_.find(s); it != memo_.end()) return it->second.cost;
+    Entry best{std::numeric_limits<double>::infinity(), {}};
+    for (Stage& st : candidates(s)) {
+      const double c = stage_cost(st) + solve(s & ~st.ops());
+      if (c < best.cost) best = {c, std::move(st)};
+    }
+    SYLVA_CHECK(!best.stage.groups.empty(), "[ios] no stage fits the pruning (r=", o_.r, ", s=", o_.s, ")");
+    return memo_.emplace(s, std::move(best)).first->second.cost;
+  }
+
+  StagePlan plan(OpSet all) {
+    StagePlan p;
+    p.cost = solve(all);
+    for (OpSet s = all; s;) {
+      const Stage& st = memo_.at(s).stage;
+      p.stages.push_back(st);
+      s &= ~st.ops();
+    }
+    std::reverse(p.stages.begin(), p.stages.end());  // chosen from the end
+    p.states = static_cast<int64_t>(memo_.size());
+    p.stages_costed = costed_;
+    return p;
+  }
+
+  double stage_cost(const Stage& st) {
+    ++costed_;
+    return cost_.latency(dag_, st);
+  }
+
+ private:
+  struct Entry {
+    double cost;
+    Stage stage;
+  };
+
+  std::vector<Stage> candidates(OpSet s) {
+    std::vector<Stage> out;
+    const bool parallel = o_.variant == Variant::parallel || o_.variant == Variant::both;
+    const bool merge = o_.variant == Variant::merge || o_.variant == Variant::both;
+    OpSet sinks = 0;  // operators of s with no successor left in s
+    for_each_op(s, [&](int v) {
+      if (!(dag_.succs(v) & s)) sinks |= bit(v);
+    });
+    if (!parallel) {
+      for_each_op(sinks, [&](int v) { out.push_back({Stage::Kind::concurrent, {bit(v)}}); });
+    } else {
+      for (OpSet e : endings(dag_, s, o_.r)) {
+        std::vector<OpSet> groups = components(dag_, e);
+        if (o_.s > 0 && static_cast<int>(groups.size()) > o_.s) continue;
+        if (o_.r > 0 && std::any_of(groups.begin(), groups.end(),
+                                    [&](OpSet g) { return std::popcount(g) > o_.r; }))
+          continue;
+        out.push_back({Stage::Kind::concurrent, std::move(groups)});
+      }
+    }
+    if (merge && std::popcount(sinks) >= 2) {
+      // Every subset of two or more sinks that passes the merge check.
+      for (OpSet sub = sinks; sub; sub = (sub - 1) & sinks)
+        if (std::popcount(sub) >= 2 && cost_.mergeable(dag_, sub)) out.push_back({Stage::Kind::merged, {sub}});
+    }
+    return out;
+  }
+
+  const OpDag& dag_;
+  StageCostModel& cost_;
+  Options o_;
+  std::unordered_map<OpSet, Entry> memo_;
+  int64_t costed_ = 0;
+};
+
+}  // namespace
+
+OpDag::OpDag(int n, const std::vector<std::pair<int, int>>& edges) : n_(n) {
+  SYLVA_CHECK(n >= 0 && n <= 64, "[ios] a block has at most 64 operators, got ", n, " (split it with split_blocks)");
+  preds_.assign(static_cast<size_t>(n), 0);
+  succs_.assign(static_cast<size_t>(n), 0);
+  for (const auto& [a, b] : edges) {
+    SYLVA_CHECK(a >= 0 && a < n && b >= 0 && b < n, "[ios] edge (", a, ", ", b, ") names an operator outside [0, ",
+                n, ")");
+    SYLVA_CHECK(a != b, "[ios] operator ", a, " reads itself");
+    succs_[static_cast<size_t>(a)] |= bit(b);
+    preds_[static_cast<size_t>(b)] |= bit(a);
+  }
+  // Kahn's algorithm, smallest id first; what is left over lies on a cycle.
+  OpSet done = 0;
+  while (static_cast<int>(topo_.size()) < n) {
+    int next = -1;
+    for (int v = 0; v < n && next < 0; ++v)
+      if (!(done & bit(v)) && (preds_[static_cast<size_t>(v)] & ~done) == 0) next = v;
+    SYLVA_CHECK(next >= 0, "[ios] the operator graph has a cycle through operator ",
+                std::countr_zero(all() & ~done));
+    topo_.push_back(next);
+    done |= bit(next);
+  }
+  desc_.assign(static_cast<size_t>(n), 0);
+  for (auto it = topo_.rbegin(); it != topo_.rend(); ++it) {
+    OpSet d = succs_[static_cast<size_t>(*it)];
+    for_each_op(succs_[static_cast<size_t>(*it)], [&](int u) { d |= desc_[static_cast<size_t>(u)]; });
+    desc_[static_cast<size_t>(*it)] = d;
+  }
+}
+
+OpSet Stage::ops() const {
+  OpSet s = 0;
+  for (OpSet g : groups) s |= g;
+  return s;
+}
+
+const char* variant_name(Variant v) {
+  switch (v) {
+    case Variant::sequential: return "sequential";
+    case Variant::greedy: return "greedy";
+    case Variant::merge: return "ios-merge";
+    case Variant::parallel: return "ios-parallel";
+    case Variant::both: return "ios-both";
+  }
+  return "?";
+}
+
+std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_cut) {
+  // Each chain meets `remaining` in a prefix (remaining is closed under
+  // predecessors); an ending takes a suffix of that prefix from each chain.
+  std::vector<std::vector<int>> prefixes;
+  for (const std::vector<int>& c : chains_of(dag)) {
+    std::vector<int> p;
+    for (int v : c) {
+      if (!(remaining & bit(v))) break;
+      p.push_back(v);
+    }
+    if (!p.empty()) prefixes.push_back(std::move(p));
+  }
+  std::set<OpSet> found;
+  std::vector<size_t> cut(prefixes.size(), 0);  // operators taken from the end of each prefix
+  for (;;) {
+    OpSet e = 0;
+    for (size_t k = 0; k < prefixes.size(); ++k)
+      for (size_t j = prefixes[k].size() - cut[k]; j < prefixes[k].size(); ++j) {
+        const int v = prefixes[k][j];
+        // An operator's group is it and its descendants still to schedule;
+        // overlapping groups simply unite in the union.
+        e |= bit(v) | (dag.descendants(v) & remaining);
+      }
+    if (e) found.insert(e);
+    size_t k = 0;  // next cut combination (odometer)
+    for (; k < prefixes.size(); ++k) {
+      const size_t limit = max_cut > 0 ? std::min(prefixes[k].size(), static_cast<size_t>(max_cut)) : prefixes[k].size();
+      if (++cut[k] <= limit) break;
+      cut[k] = 0;
+    }
+    if (k == prefixes.size()) break;
+  }
+  return {found.begin(), found.end()};
+}
+
+std::vector<OpSet> components(const OpDag& dag, OpSet ops) {
+  std::vector<OpSet> out;
+  for (OpSet left = ops; left;) {
+    OpSet comp = left & (~left + 1), frontier = comp;
+    while (frontier) {
+      OpSet next = 0;
+      for_each_op(frontier, [&](int v) { next |= (dag.preds(v) | dag.succs(v)) & ops; });
+      frontier = next & ~comp;
+      comp |= next;
+    }
+    out.push_back(comp);
+    left &= ~comp;
+  }
+  return out;
+}
+
+StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& options) {
+  SYLVA_CHECK(options.r >= 0 && options.s >= 0, "[ios] pruning r and s must be >= 0 (0: no limit), got r=",
+              options.r, " s=", options.s);
+  if (options.variant == Variant::greedy) {
+    // Wavefront: each stage runs every ready operator, each in its own group.
+    StagePlan p;
+    for (OpSet done = 0; done != dag.all();) {
+      Stage st;
+      for (int v : dag.topo_order())
+        if (!(done & bit(v)) && (dag.preds(v) & ~done) == 0) st.groups.push_back(bit(v));
+      p.cost += cost.latency(dag, st);
+      ++p.stages_costed;
+      done |= st.ops();
+      p.stages.push_back(std::move(st));
+    }
+    p.states = static_cast<int64_t>(p.stages.size());
+    return p;
+  }
+  Solver solver(dag, cost, options);
+  return solver.plan(dag.all());
+}
+
+bool valid_plan(const OpDag& dag, const StagePlan& plan, std::string* why) {
+  const auto fail = [&](const std::string& m) {
+    if (why) *why = m;
+    return false;
+  };
+  OpSet done = 0;
+  for (size_t k = 0; k < plan.stages.size(); ++k) {
+    const Stage& st = plan.stages[k];
+    OpSet in_stage = 0;
+    for (OpSet g : st.groups) {
+      if (!g) return fail("stage " + std::to_string(k) + " has an empty group");
+      if (g & (in_stage | done)) return fail("stage " + std::to_string(k) + " runs an operator twice");
+      in_stage |= g;
+    }
+    bool ok = true;
+    for_each_op(in_stage, [&](int v) {
+      const OpSet own = st.kind == Stage::Kind::merged ? 0 : [&] {
+        for (OpSet g : st.groups)
+          if (g & bit(v)) return g;
+        return OpSet{0};
+      }();
+      // Inputs come from earlier stages, or earlier in the same group.
+      if (dag.preds(v) & ~(done | own)) ok = false;
+    });
+    if (!ok) return fail("stage " + std::to_string(k) + " runs an operator before one of its inputs");
+    done |= in_stage;
+  }
+  if (done != dag.all()) return fail("some operators never run");
+  return true;
+}
+
+}  // namespace sylva::ios

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <limits>
+#include <functional>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sylva/core/error.h"
 
@@ -166,9 +168,11 @@ const char* variant_name(Variant v) {
   return "?";
 }
 
-std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_cut) {
+std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_group) {
   // Each chain meets `remaining` in a prefix (remaining is closed under
   // predecessors); an ending takes a suffix of that prefix from each chain.
+  // Taking the suffix from operator h adds h's group: h and its
+  // descendants still to schedule; overlapping groups unite in the union.
   std::vector<std::vector<int>> prefixes;
   for (const std::vector<int>& c : chains_of(dag)) {
     std::vector<int> p;
@@ -178,26 +182,33 @@ std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_cut) {
     }
     if (!p.empty()) prefixes.push_back(std::move(p));
   }
+  const auto too_big = [&](OpSet e) {
+    if (max_group <= 0) return false;
+    for (OpSet g : components(dag, e))
+      if (std::popcount(g) > max_group) return true;
+    return false;
+  };
+  // Depth-first over the chains' cuts. Different cuts often give the same
+  // union, so each (chain, union so far) is expanded once; and a union with
+  // a group over max_group is dropped, since adding operators only grows
+  // groups.
   std::set<OpSet> found;
-  std::vector<size_t> cut(prefixes.size(), 0);  // operators taken from the end of each prefix
-  for (;;) {
-    OpSet e = 0;
-    for (size_t k = 0; k < prefixes.size(); ++k)
-      for (size_t j = prefixes[k].size() - cut[k]; j < prefixes[k].size(); ++j) {
-        const int v = prefixes[k][j];
-        // An operator's group is it and its descendants still to schedule;
-        // overlapping groups simply unite in the union.
-        e |= bit(v) | (dag.descendants(v) & remaining);
-      }
-    if (e) found.insert(e);
-    size_t k = 0;  // next cut combination (odometer)
-    for (; k < prefixes.size(); ++k) {
-      const size_t limit = max_cut > 0 ? std::min(prefixes[k].size(), static_cast<size_t>(max_cut)) : prefixes[k].size();
-      if (++cut[k] <= limit) break;
-      cut[k] = 0;
+  std::vector<std::unordered_set<OpSet>> seen(prefixes.size());
+  const std::function<void(size_t, OpSet)> cut = [&](size_t k, OpSet e) {
+    if (k == prefixes.size()) {
+      if (e) found.insert(e);
+      return;
     }
-    if (k == prefixes.size()) break;
-  }
+    if (!seen[k].insert(e).second) return;
+    cut(k + 1, e);
+    const std::vector<int>& p = prefixes[k];
+    for (size_t j = p.size(); j-- > 0;) {
+      const OpSet next = e | bit(p[j]) | (dag.descendants(p[j]) & remaining);
+      if (too_big(next)) break;  // longer suffixes only add operators
+      cut(k + 1, next);
+    }
+  };
+  cut(0, 0);
   return {found.begin(), found.end()};
 }
 

@@ -150,6 +150,15 @@ TEST(Ios, EndingsAreEverySuccessorClosedSubset) {
     }
     std::sort(expected.begin(), expected.end());
     EXPECT_EQ(endings(dag, remaining), expected) << "trial " << trial;
+    for (int r : {1, 2, 3}) {  // pruning r keeps the endings whose groups are small enough
+      std::vector<OpSet> small;
+      for (OpSet e : expected) {
+        const std::vector<OpSet> groups = components(dag, e);
+        if (std::all_of(groups.begin(), groups.end(), [&](OpSet g) { return std::popcount(g) <= r; }))
+          small.push_back(e);
+      }
+      EXPECT_EQ(endings(dag, remaining, r), small) << "trial " << trial << " r=" << r;
+    }
   }
   // A diamond's sink has two predecessors on different chains.
   const OpDag diamond(4, {{0, 1}, {0, 2}, {1, 3}, {2, 3}});

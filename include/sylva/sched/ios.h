@@ -87,10 +87,12 @@ struct StagePlan {
 StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& options = {});
 
 /// The endings of `remaining` (a predecessor-closed set): every non-empty
-/// subset with no edge from it to the rest of `remaining`. Enumerated as
-/// IOS does, by a cut per chain of a chain decomposition, each cut closed
-/// under descendants; `max_cut` > 0 limits the operators taken per chain.
-std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_cut = 0);
+/// subset with no edge from it to the rest of `remaining`, in increasing
+/// order. Enumerated as IOS does, by a cut per chain of a chain
+/// decomposition, each cut closed under descendants (overlapping groups
+/// unite); `max_group` > 0 keeps only endings whose connected components
+/// have at most that many operators (pruning r).
+std::vector<OpSet> endings(const OpDag& dag, OpSet remaining, int max_group = 0);
 
 /// The weakly connected components of `ops` (the groups of a concurrent stage).
 std::vector<OpSet> components(const OpDag& dag, OpSet ops);

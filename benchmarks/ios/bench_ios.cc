@@ -1,0 +1,188 @@
+// IOS search on the IOS paper's CNN graphs: per network, variant and
+// pruning (r, s), the schedule's cost under a stage cost model, the DP
+// states and stages costed, and the search time. The cost model here is
+// analytical (a two-core CPU: multiply-add rate, per-operator and
+// per-stage overheads); it measures nothing, so its costs compare
+// schedules under the model only. Profiling stages on the backend needs
+// the CNN kernels (the rest of the IOS issue).
+#include <CLI/CLI.hpp>
+
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "sylva/core/error.h"
+#include "sylva/core/file.h"
+#include "sylva/sched/ios_graph.h"
+
+using namespace sylva;
+using namespace sylva::ios;
+
+namespace {
+
+// Time of an operator: multiply-adds at `macs_per_s`, output bytes at
+// `bytes_per_s`, plus a launch overhead. A concurrent stage spreads its
+// groups over `cores` threads (never faster than its longest group or its
+// total work over the cores) and pays a synchronisation; a merged stage
+// runs as one operator.
+class AnalyticalCost final : public StageCostModel {
+ public:
+  AnalyticalCost(const std::vector<const CnnNode*>& ops, const BlockPart& part, int batch, int cores)
+      : ops_(ops), part_(part), batch_(batch), cores_(cores) {}
+
+  double op_time(int v) const {
+    const CnnNode& n = *ops_[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])];
+    const double out_bytes = 4.0 * static_cast<double>(n.output_shape[0] * n.output_shape[1] * n.output_shape[2]);
+    return batch_ * (n.macs() / kMacsPerS + out_bytes / kBytesPerS) + kOpOverhead;
+  }
+  double latency(const OpDag&, const Stage& st) override {
+    if (st.kind == Stage::Kind::merged) {
+      double t = 0;
+      for (int v = 0; v < part_.dag.size(); ++v)
+        if (st.groups[0] >> v & 1) t += op_time(v) - kOpOverhead;
+      return t + kOpOverhead + kStageOverhead;
+    }
+    double longest = 0, total = 0;
+    for (OpSet g : st.groups) {
+      double t = 0;
+      for (int v = 0; v < part_.dag.size(); ++v)
+        if (g >> v & 1) t += op_time(v);
+      longest = std::max(longest, t);
+      total += t;
+    }
+    return std::max(longest, total / cores_) + (st.groups.size() > 1 ? kStageOverhead : 0.0);
+  }
+  // IOS's merge rule for convolutions: same input, stride and activation.
+  bool mergeable(const OpDag&, OpSet s) override {
+    const CnnNode* first = nullptr;
+    for (int v = 0; v < part_.dag.size(); ++v) {
+      if (!(s >> v & 1)) continue;
+      const CnnNode& n = *ops_[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])];
+      if (n.type != "conv" || n.groups != 1) return false;
+      if (!first) {
+        first = &n;
+        continue;
+      }
+      if (n.stride != first->stride || n.act != first->act || n.inputs.size() != first->inputs.size()) return false;
+      for (size_t t = 0; t < n.inputs.size(); ++t) {
+        if (n.inputs[t].size() != first->inputs[t].size()) return false;
+        for (size_t k = 0; k < n.inputs[t].size(); ++k) {
+          const ValueRef &a = n.inputs[t][k], &b = first->inputs[t][k];
+          if (a.node != b.node || a.begin != b.begin || a.end != b.end) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+ private:
+  static constexpr double kMacsPerS = 40e9, kBytesPerS = 10e9, kOpOverhead = 20e-6, kStageOverhead = 10e-6;
+  const std::vector<const CnnNode*>& ops_;
+  const BlockPart& part_;
+  int batch_, cores_;
+};
+
+struct Config {
+  Variant variant;
+  int r, s;
+};
+
+std::string find_graph(const std::string& name, const std::string& data) {
+  if (std::filesystem::exists(name)) return name;
+  std::vector<std::string> dirs;
+  if (!data.empty()) dirs.push_back(data + "/ios/graphs");
+  if (const char* env = std::getenv("SYLVA_DATA")) dirs.push_back(std::string(env) + "/ios/graphs");
+  for (const char* d : {"../shared/data/ios/graphs", "../../shared/data/ios/graphs", "/work/shared/data/ios/graphs"})
+    dirs.push_back(d);
+  std::string looked;
+  for (const std::string& d : dirs) {
+    const std::string p = d + "/" + name + ".seq.json";
+    if (std::filesystem::exists(p)) return p;
+    looked += "\n  " + p;
+  }
+  SYLVA_THROW("[bench_ios] graph '", name, "' not found; looked for a file of that name and in:", looked,
+              "\n(set SYLVA_DATA or pass --data)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
+  std::string data, schedule_out, dot_dir;
+  int batch = 1, cores = 2, part_size = 32;
+  std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
+  CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};
+  app.add_option("--graphs", graphs, "graph names (in <data>/ios/graphs) or JSON files")->delimiter(';');
+  app.add_option("--data", data, "directory holding ios/ (default: $SYLVA_DATA or shared/data)");
+  app.add_option("--batch", batch, "batch size the cost model assumes")->capture_default_str();
+  app.add_option("--cores", cores, "cores the cost model assumes")->capture_default_str();
+  app.add_option("--part-size", part_size, "operators per part when cutting large blocks")->capture_default_str();
+  app.add_option("--pruning", pruning, "(r,s) pairs for IOS-Both, e.g. 3,8 (space separated)");
+  app.add_option("--schedule-out", schedule_out, "write the first graph with its IOS-Both schedule (last r,s) here");
+  app.add_option("--dot-dir", dot_dir, "write a DOT file of each block part's IOS-Both plan (last r,s) here");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::vector<Config> configs{{Variant::sequential, 0, 0}, {Variant::greedy, 0, 0}};
+    for (const std::string& rs : pruning) {
+      int r = 0, s = 0;
+      SYLVA_CHECK(std::sscanf(rs.c_str(), "%d,%d", &r, &s) == 2 && r >= 0 && s >= 0, "[bench_ios] --pruning '", rs,
+                  "' is not r,s");
+      for (Variant v : {Variant::merge, Variant::parallel, Variant::both}) configs.push_back({v, r, s});
+    }
+    std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
+                "measurements\n",
+                batch, cores);
+    std::printf("%-16s %-13s %5s %10s %9s %12s %12s %10s\n", "graph", "variant", "r,s", "cost ms", "vs seq",
+                "DP states", "stages cost", "search s");
+    for (size_t gi = 0; gi < graphs.size(); ++gi) {
+      const CnnGraph g = read_ios_graph(find_graph(graphs[gi], data));
+      double seq_cost = 0;
+      std::vector<std::vector<std::vector<std::vector<std::string>>>> written(g.blocks.size());
+      for (const Config& c : configs) {
+        double cost = 0;
+        int64_t states = 0, costed = 0;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (size_t b = 0; b < g.blocks.size(); ++b) {
+          const std::vector<const CnnNode*> ops = g.blocks[b].ops();
+          for (const BlockPart& part : block_parts(g.blocks[b], part_size)) {
+            AnalyticalCost model(ops, part, batch, cores);
+            const StagePlan p = schedule(part.dag, model, {c.variant, c.r, c.s});
+            cost += p.cost;
+            states += p.states;
+            costed += p.stages_costed;
+            const bool last = &c == &configs.back();
+            if (last && gi == 0 && !schedule_out.empty()) {
+              // Merged stages cannot be written in this format: write the IOS-Parallel plan there.
+              const StagePlan par = schedule(part.dag, model, {Variant::parallel, c.r, c.s});
+              for (auto& st : stage_names(g.blocks[b], part, par)) written[b].push_back(std::move(st));
+            }
+            if (last && !dot_dir.empty()) {
+              std::vector<std::string> names;
+              for (int v : part.ops) names.push_back(ops[static_cast<size_t>(v)]->name);
+              write_file_atomically(dot_dir + "/" + g.name + "_b" + std::to_string(b) + "_p" +
+                                        std::to_string(part.ops.front()) + ".dot",
+                                    plan_dot(part.dag, p, names));
+            }
+          }
+        }
+        const double search = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (c.variant == Variant::sequential) seq_cost = cost;
+        const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
+        std::printf("%-16s %-13s %5s %10.3f %8.2fx %12ld %12ld %10.3f\n", g.name.c_str(), variant_name(c.variant),
+                    rs.c_str(), cost * 1e3, seq_cost / cost, static_cast<long>(states), static_cast<long>(costed),
+                    search);
+        std::fflush(stdout);
+      }
+      if (gi == 0 && !schedule_out.empty()) {
+        write_ios_graph(g.source, schedule_out, written);
+        std::printf("wrote %s (IOS-Parallel stages, last r,s)\n", schedule_out.c_str());
+      }
+    }
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}

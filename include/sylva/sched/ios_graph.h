@@ -1,0 +1,82 @@
+// CNN graphs in the IOS project's JSON format (see shared/data/README.md
+// §4): reading, the operator DAG of a block, cutting large blocks into
+// parts, writing a found schedule back into `stages`, and a DOT dump.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sylva/sched/ios.h"
+
+namespace sylva::ios {
+
+/// Channels [begin, end) of node `node`'s output.
+struct ValueRef {
+  std::string node;
+  int64_t begin = 0, end = 0;
+};
+/// An input term: values summed; a node's terms are concatenated along channels.
+using Term = std::vector<ValueRef>;
+
+struct CnnNode {
+  std::string type;  // placeholder, conv, pool, identity, element, relu, activation, sequential
+  std::string name;
+  std::vector<Term> inputs;
+  std::array<int64_t, 3> output_shape{};  // C, H, W (batch excluded)
+  // conv and pool
+  int64_t out_channels = 0, groups = 1;
+  std::array<int64_t, 2> kernel{}, stride{}, padding{};
+  std::string act;        // conv: relu, sigmoid, tanh, identity
+  std::string pool_type;  // max, avg, global_max, global_avg
+  std::string op;         // element: add, mul; activation: its function
+  std::vector<CnnNode> nodes;  // sequential: run as one unit
+  /// Multiply-adds of one sample (conv; sequential: its convs), 0 for the rest.
+  double macs() const;
+};
+
+struct CnnBlock {
+  CnnNode enter;               // the previous block's output
+  std::vector<CnnNode> inner;
+  CnnNode exit;
+  /// The schedule: stages, each a list of groups of op names run in order.
+  std::vector<std::vector<std::vector<std::string>>> stages;
+  /// The operators to schedule: inner nodes, then the exit node.
+  std::vector<const CnnNode*> ops() const;
+};
+
+struct CnnGraph {
+  std::string name;
+  CnnNode input;
+  std::vector<CnnBlock> blocks;
+  std::string source;  // the file read (for messages and write-back)
+};
+
+/// Reads a graph; sylva::Error naming the file, the block and the field on
+/// malformed input, unknown node types, or references to unknown nodes.
+CnnGraph read_ios_graph(const std::string& path);
+
+/// The operator DAG of a block with more than 64 operators cut first: parts
+/// of at most `max_ops` operators, consecutive in a topological order, each
+/// as its own OpDag over `ops` (indices into CnnBlock::ops()).
+struct BlockPart {
+  std::vector<int> ops;
+  OpDag dag;
+};
+std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops = 64);
+
+/// The stages of `plan` for `part`, as op names (the JSON `stages` form).
+/// Merged stages are an error: merging rewrites the graph's nodes, which
+/// this format keeps elsewhere.
+std::vector<std::vector<std::vector<std::string>>> stage_names(const CnnBlock& block, const BlockPart& part,
+                                                                const StagePlan& plan);
+
+/// Writes `source` again with each block's `stages` replaced by `stages[b]`
+/// (everything else unchanged), atomically.
+void write_ios_graph(const std::string& source, const std::string& out,
+                     const std::vector<std::vector<std::vector<std::vector<std::string>>>>& stages);
+
+/// Graphviz: one cluster per stage, one per concurrent group, the DAG's edges.
+std::string plan_dot(const OpDag& dag, const StagePlan& plan, const std::vector<std::string>& names);
+
+}  // namespace sylva::ios

@@ -118,7 +118,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", data, "directory holding ios/ (default: $SYLVA_DATA or shared/data)");
   app.add_option("--batch", batch, "batch size the cost model assumes")->capture_default_str();
   app.add_option("--cores", cores, "cores the cost model assumes")->capture_default_str();
-  app.add_option("--part-size", part_size, "operators per part when cutting large blocks")->capture_default_str();
+  app.add_option("--part-size", part_size,
+                 "operators per part when cutting large blocks (unless the graph ships <name>.parts.json)")
+      ->capture_default_str();
   app.add_option("--pruning", pruning, "(r,s) pairs for IOS-Both, e.g. 3,8 (space separated)");
   app.add_option("--schedule-out", schedule_out, "write the first graph with its IOS-Both schedule (last r,s) here");
   app.add_option("--dot-dir", dot_dir, "write a DOT file of each block part's IOS-Both plan (last r,s) here");
@@ -137,7 +139,17 @@ int main(int argc, char** argv) {
     std::printf("%-16s %-13s %5s %10s %9s %12s %12s %10s\n", "graph", "variant", "r,s", "cost ms", "vs seq",
                 "DP states", "stages cost", "search s");
     for (size_t gi = 0; gi < graphs.size(); ++gi) {
-      const CnnGraph g = read_ios_graph(find_graph(graphs[gi], data));
+      const std::string path = find_graph(graphs[gi], data);
+      const CnnGraph g = read_ios_graph(path);
+      // The IOS project's own partition of a block, where it ships one (NasNet).
+      std::vector<std::vector<std::string>> given;
+      const std::string parts_file = path.substr(0, path.size() - std::string(".seq.json").size()) + ".parts.json";
+      if (path.ends_with(".seq.json") && std::filesystem::exists(parts_file)) {
+        given = read_parts(parts_file);
+        SYLVA_CHECK(g.blocks.size() == 1, "[bench_ios] ", parts_file, " partitions one block, but ", path, " has ",
+                    g.blocks.size());
+        std::printf("# %s: the %zu parts of %s\n", g.name.c_str(), given.size(), parts_file.c_str());
+      }
       double seq_cost = 0;
       std::vector<std::vector<std::vector<std::vector<std::string>>>> written(g.blocks.size());
       for (const Config& c : configs) {
@@ -146,7 +158,9 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         for (size_t b = 0; b < g.blocks.size(); ++b) {
           const std::vector<const CnnNode*> ops = g.blocks[b].ops();
-          for (const BlockPart& part : block_parts(g.blocks[b], part_size)) {
+          const std::vector<BlockPart> parts =
+              given.empty() ? block_parts(g.blocks[b], part_size) : block_parts(g.blocks[b], given);
+          for (const BlockPart& part : parts) {
             AnalyticalCost model(ops, part, batch, cores);
             const StagePlan p = schedule(part.dag, model, {c.variant, c.r, c.s});
             cost += p.cost;

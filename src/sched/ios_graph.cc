@@ -190,9 +190,10 @@ CnnGraph read_ios_graph(const std::string& path) {
   return g;
 }
 
-std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops) {
-  SYLVA_CHECK(max_ops >= 1 && max_ops <= 64, "[ios_graph] parts hold 1..64 operators, got ", max_ops);
-  const std::vector<const CnnNode*> ops = block.ops();
+namespace {
+
+// Each operator's predecessors inside the block (indices into ops()).
+std::vector<std::vector<int>> block_preds(const std::vector<const CnnNode*>& ops) {
   std::map<std::string, int> index;
   for (size_t k = 0; k < ops.size(); ++k) index[ops[k]->name] = static_cast<int>(k);
   std::vector<std::vector<int>> preds(ops.size());
@@ -201,8 +202,27 @@ std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops) {
       for (const ValueRef& v : t)
         if (auto it = index.find(v.node); it != index.end() && it->second != static_cast<int>(k))
           preds[k].push_back(it->second);
-  // A topological order (file order is one when inputs come first; check).
-  std::vector<int> order, state(ops.size(), 0);
+  return preds;
+}
+
+BlockPart make_part(std::vector<int> members, const std::vector<std::vector<int>>& preds) {
+  std::map<int, int> local;
+  for (size_t k = 0; k < members.size(); ++k) local[members[k]] = static_cast<int>(k);
+  std::vector<std::pair<int, int>> edges;
+  for (size_t k = 0; k < members.size(); ++k)
+    for (int p : preds[static_cast<size_t>(members[k])])
+      if (auto it = local.find(p); it != local.end()) edges.push_back({it->second, static_cast<int>(k)});
+  const int n = static_cast<int>(members.size());
+  return {std::move(members), OpDag(n, edges)};
+}
+
+}  // namespace
+
+std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops) {
+  SYLVA_CHECK(max_ops >= 1 && max_ops <= 64, "[ios_graph] parts hold 1..64 operators, got ", max_ops);
+  const std::vector<const CnnNode*> ops = block.ops();
+  const std::vector<std::vector<int>> preds = block_preds(ops);
+  std::vector<int> order, state(ops.size(), 0);  // a topological order, by depth-first search
   const std::function<void(int)> visit = [&](int v) {
     SYLVA_CHECK(state[static_cast<size_t>(v)] != 1, "[ios_graph] block has a cycle through '", ops[v]->name, "'");
     if (state[static_cast<size_t>(v)] == 2) return;
@@ -213,18 +233,51 @@ std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops) {
   };
   for (size_t k = 0; k < ops.size(); ++k) visit(static_cast<int>(k));
   std::vector<BlockPart> parts;
-  for (size_t first = 0; first < order.size(); first += static_cast<size_t>(max_ops)) {
-    std::vector<int> members(order.begin() + static_cast<std::ptrdiff_t>(first),
-                             order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + max_ops)));
-    std::map<int, int> local;
-    for (size_t k = 0; k < members.size(); ++k) local[members[k]] = static_cast<int>(k);
-    std::vector<std::pair<int, int>> edges;
-    for (size_t k = 0; k < members.size(); ++k)
-      for (int p : preds[static_cast<size_t>(members[k])])
-        if (auto it = local.find(p); it != local.end()) edges.push_back({it->second, static_cast<int>(k)});
-    parts.push_back({members, OpDag(static_cast<int>(members.size()), edges)});
+  for (size_t first = 0; first < order.size(); first += static_cast<size_t>(max_ops))
+    parts.push_back(make_part({order.begin() + static_cast<std::ptrdiff_t>(first),
+                               order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + max_ops))},
+                              preds));
+  return parts;
+}
+
+std::vector<BlockPart> block_parts(const CnnBlock& block, const std::vector<std::vector<std::string>>& names) {
+  const std::vector<const CnnNode*> ops = block.ops();
+  const std::vector<std::vector<int>> preds = block_preds(ops);
+  std::map<std::string, int> index;
+  for (size_t k = 0; k < ops.size(); ++k) index[ops[k]->name] = static_cast<int>(k);
+  std::vector<int> part_of(ops.size(), -1);
+  for (size_t p = 0; p < names.size(); ++p)
+    for (const std::string& n : names[p]) {
+      auto it = index.find(n);
+      SYLVA_CHECK(it != index.end(), "[ios_graph] part ", p, " names '", n, "', which is not an operator of the block");
+      SYLVA_CHECK(part_of[static_cast<size_t>(it->second)] < 0, "[ios_graph] operator '", n, "' is in parts ",
+                  part_of[static_cast<size_t>(it->second)], " and ", p);
+      part_of[static_cast<size_t>(it->second)] = static_cast<int>(p);
+    }
+  for (size_t k = 0; k < ops.size(); ++k) {
+    SYLVA_CHECK(part_of[k] >= 0, "[ios_graph] operator '", ops[k]->name, "' is in no part");
+    for (int p : preds[k])
+      SYLVA_CHECK(part_of[static_cast<size_t>(p)] <= part_of[k], "[ios_graph] operator '", ops[k]->name,
+                  "' (part ", part_of[k], ") reads '", ops[static_cast<size_t>(p)]->name, "' of a later part (",
+                  part_of[static_cast<size_t>(p)], ")");
+  }
+  std::vector<BlockPart> parts;
+  for (size_t p = 0; p < names.size(); ++p) {
+    std::vector<int> members;
+    for (size_t k = 0; k < ops.size(); ++k)
+      if (part_of[k] == static_cast<int>(p)) members.push_back(static_cast<int>(k));
+    SYLVA_CHECK(members.size() <= 64, "[ios_graph] part ", p, " has ", members.size(), " operators (at most 64)");
+    parts.push_back(make_part(std::move(members), preds));
   }
   return parts;
+}
+
+std::vector<std::vector<std::string>> read_parts(const std::string& path) {
+  try {
+    return nlohmann::json::parse(read_file(path)).get<std::vector<std::vector<std::string>>>();
+  } catch (const nlohmann::json::exception& e) {
+    SYLVA_THROW("[ios_graph] ", path, ": a parts file is a JSON list of lists of op names (", e.what(), ")");
+  }
 }
 
 std::vector<std::vector<std::vector<std::string>>> stage_names(const CnnBlock& block, const BlockPart& part,

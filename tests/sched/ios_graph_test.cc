@@ -88,6 +88,18 @@ TEST(IosGraph, PartsFollowATopologicalOrderAndKeepTheirEdges) {
   EXPECT_EQ(seen, (std::vector<int>{0, 1, 2, 3, 4}));
   EXPECT_EQ(parts[1].dag.preds(1), 0b01u);  // c -> s inside the second part
   EXPECT_CONTAINS(test::error_of([&] { block_parts(g.blocks[0], 0); }), "1..64");
+  // Given parts (as the IOS project ships for NasNet).
+  const std::vector<BlockPart> given = block_parts(g.blocks[0], {{"a", "b"}, {"c", "s", "e"}});
+  ASSERT_EQ(given.size(), 2u);
+  EXPECT_EQ(given[1].ops, (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(given[1].dag.preds(2), 0b011u);  // e reads c and s
+  const auto error_of_parts = [&](std::vector<std::vector<std::string>> p) {
+    return test::error_of([&] { block_parts(g.blocks[0], p); });
+  };
+  EXPECT_CONTAINS(error_of_parts({{"a", "b", "x"}, {"c", "s", "e"}}), "'x', which is not an operator");
+  EXPECT_CONTAINS(error_of_parts({{"a", "b", "c"}, {"c", "s", "e"}}), "'c' is in parts 0 and 1");
+  EXPECT_CONTAINS(error_of_parts({{"a", "b"}, {"c", "s"}}), "'e' is in no part");
+  EXPECT_CONTAINS(error_of_parts({{"a", "c"}, {"b", "s", "e"}}), "'c' (part 0) reads 'b' of a later part (1)");
 }
 
 struct UnitCost : StageCostModel {

@@ -64,6 +64,12 @@ struct BlockPart {
   OpDag dag;
 };
 std::vector<BlockPart> block_parts(const CnnBlock& block, int max_ops = 64);
+/// The parts given as lists of op names (e.g. the IOS project's
+/// nasnet_large.parts.json): every operator in exactly one part, no edge
+/// from a later part to an earlier one; sylva::Error naming the op otherwise.
+std::vector<BlockPart> block_parts(const CnnBlock& block, const std::vector<std::vector<std::string>>& parts);
+/// Reads a parts file: a JSON list of lists of op names.
+std::vector<std::vector<std::string>> read_parts(const std::string& path);
 
 /// The stages of `plan` for `part`, as op names (the JSON `stages` form).
 /// Merged stages are an error: merging rewrites the graph's nodes, which

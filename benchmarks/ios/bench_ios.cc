@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <algorithm>
 #include <map>
 
+#include "sylva/backend/cnn.h"
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/ios_graph.h"
@@ -106,12 +108,63 @@ std::string find_graph(const std::string& name, const std::string& data) {
               "\n(set SYLVA_DATA or pass --data)");
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Profiling mode: stage latencies measured on this CPU through oneDNN, and
+// each variant's plans run end to end (median of `repeats`).
+void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>>& given, int part_size, int batch,
+                   int cores, int repeats, int profile_repeats, const std::vector<Config>& configs) {
+  cnn::CnnRunner runner(g, batch, 1);
+  runner.run_all();  // every operator's inputs exist from here on
+  double seq_ms = 0;
+  for (const Config& c : configs) {
+    if (c.variant == Variant::merge) continue;  // merging operators is not built: same as sequential
+    struct Planned {
+      const CnnBlock* block;
+      BlockPart part;
+      StagePlan plan;
+    };
+    std::vector<Planned> plans;
+    int64_t profiled = 0, states = 0;
+    double predicted = 0;  // the plans' cost: the sum of their stages' profiled latencies
+    const auto t0 = std::chrono::steady_clock::now();
+    for (const CnnBlock& b : g.blocks)
+      for (BlockPart& part : given.empty() ? block_parts(b, part_size) : block_parts(b, given)) {
+        cnn::ProfilingCost cost(runner, b, part, cores, profile_repeats);
+        StagePlan p = schedule(part.dag, cost, {c.variant, c.r, c.s});
+        profiled += cost.profiled();
+        states += p.states;
+        predicted += p.cost;
+        plans.push_back({&b, std::move(part), std::move(p)});
+      }
+    const double search = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<double> t;
+    for (int k = 0; k <= repeats; ++k) {
+      const auto s0 = std::chrono::steady_clock::now();
+      for (const Planned& p : plans) cnn::run_plan(runner, *p.block, p.part, p.plan, cores);
+      if (k > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
+    }
+    const double ms = median(t);
+    if (c.variant == Variant::sequential) seq_ms = ms;
+    const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
+    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %10ld %10ld %10.1f\n", g.name.c_str(),
+                variant_name(c.variant), rs.c_str(), ms, *std::min_element(t.begin(), t.end()),
+                *std::max_element(t.begin(), t.end()), seq_ms / ms, predicted * 1e3, static_cast<long>(states),
+                static_cast<long>(profiled), search);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
   std::string data, schedule_out, dot_dir;
-  int batch = 1, cores = 2, part_size = 32;
+  int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 1;
+  std::string cost_model = "analytical";
   std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
   CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};
   app.add_option("--graphs", graphs, "graph names (in <data>/ios/graphs) or JSON files")->delimiter(';');
@@ -122,6 +175,13 @@ int main(int argc, char** argv) {
                  "operators per part when cutting large blocks (unless the graph ships <name>.parts.json)")
       ->capture_default_str();
   app.add_option("--pruning", pruning, "(r,s) pairs for IOS-Both, e.g. 3,8 (space separated)");
+  app.add_option("--cost", cost_model,
+                 "analytical (a model; instant) | profile (run each stage on this CPU through oneDNN, then each "
+                 "variant's plans end to end)")
+      ->capture_default_str();
+  app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
+  app.add_option("--profile-repeats", profile_repeats, "profile: timed runs per stage during the search (after a warm-up)")
+      ->capture_default_str();
   app.add_option("--schedule-out", schedule_out, "write the first graph with its IOS-Both schedule (last r,s) here");
   app.add_option("--dot-dir", dot_dir, "write a DOT file of each block part's IOS-Both plan (last r,s) here");
   CLI11_PARSE(app, argc, argv);
@@ -133,11 +193,22 @@ int main(int argc, char** argv) {
                   "' is not r,s");
       for (Variant v : {Variant::merge, Variant::parallel, Variant::both}) configs.push_back({v, r, s});
     }
-    std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
-                "measurements\n",
-                batch, cores);
-    std::printf("%-16s %-13s %5s %10s %9s %12s %12s %10s\n", "graph", "variant", "r,s", "cost ms", "vs seq",
-                "DP states", "stages cost", "search s");
+    SYLVA_CHECK(cost_model == "analytical" || cost_model == "profile", "[bench_ios] --cost is analytical or profile, got '",
+                cost_model, "'");
+    const bool profile = cost_model == "profile";
+    if (profile) {
+      std::printf("# bench_ios: profiling cost model, batch %d, %d cores (oneDNN, float32); latency of the whole "
+                  "network in ms, median (min max) of %d runs\n",
+                  batch, cores, repeats);
+      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %10s %10s %10s\n", "graph", "variant", "r,s", "latency", "min",
+                  "max", "vs seq", "predicted", "DP states", "profiled", "search s");
+    } else {
+      std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
+                  "measurements\n",
+                  batch, cores);
+      std::printf("%-16s %-13s %5s %10s %9s %12s %12s %10s\n", "graph", "variant", "r,s", "cost ms", "vs seq",
+                  "DP states", "stages cost", "search s");
+    }
     for (size_t gi = 0; gi < graphs.size(); ++gi) {
       const std::string path = find_graph(graphs[gi], data);
       const CnnGraph g = read_ios_graph(path);
@@ -149,6 +220,10 @@ int main(int argc, char** argv) {
         SYLVA_CHECK(g.blocks.size() == 1, "[bench_ios] ", parts_file, " partitions one block, but ", path, " has ",
                     g.blocks.size());
         std::printf("# %s: the %zu parts of %s\n", g.name.c_str(), given.size(), parts_file.c_str());
+      }
+      if (profile) {
+        profile_graph(g, given, part_size, batch, cores, repeats, profile_repeats, configs);
+        continue;
       }
       double seq_cost = 0;
       std::vector<std::vector<std::vector<std::vector<std::string>>>> written(g.blocks.size());

@@ -32,9 +32,11 @@
 
 // sched
 #include "sylva/sched/ios.h"
+#include "sylva/sched/ios_graph.h"
 
 // backend
 #include "sylva/backend/backend.h"
+#include "sylva/backend/cnn.h"
 
 // runtime
 #include "sylva/runtime/executor.h"

@@ -4,11 +4,10 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <bit>
 #include <filesystem>
 
+#include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/core/file.h"
 
@@ -17,42 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// input 0 -> block 0: enter "1" (conv of 0); inner a, b (convs of 1), c =
-// concat(a, b + slice of 1), sequential s (relu then conv) of c; exit "e"
-// concatenates c and s.
-const char* kGraph = R"({"name": "tiny", "input": {"type": "placeholder", "name": "0", "output_shape": [3, 8, 8]},
- "blocks": [{"enter_node": {"type": "conv", "name": "1", "inputs": [[["0", 0, 3]]], "out_channels": 4,
-   "kernel": [3, 3], "stride": [1, 1], "padding": [1, 1], "groups": 1, "act": "relu", "output_shape": [4, 8, 8]},
-  "inner_nodes": [
-   {"type": "conv", "name": "a", "inputs": [[["1", 0, 4]]], "out_channels": 2, "kernel": [1, 1], "stride": [1, 1],
-    "padding": [0, 0], "groups": 1, "act": "relu", "output_shape": [2, 8, 8]},
-   {"type": "conv", "name": "b", "inputs": [[["1", 0, 4]]], "out_channels": 2, "kernel": [3, 3], "stride": [1, 1],
-    "padding": [1, 1], "groups": 1, "act": "relu", "output_shape": [2, 8, 8]},
-   {"type": "identity", "name": "c", "inputs": [[["a", 0, 2]], [["b", 0, 2], ["1", 2, 4]]], "output_shape": [4, 8, 8]},
-   {"type": "sequential", "name": "s", "nodes": [
-     {"type": "relu", "name": "s1", "inputs": [[["c", 0, 4]]], "output_shape": [4, 8, 8]},
-     {"type": "conv", "name": "s2", "inputs": [[["s1", 0, 4]]], "out_channels": 4, "kernel": [1, 1],
-      "stride": [1, 1], "padding": [0, 0], "groups": 2, "act": "identity", "output_shape": [4, 8, 8]}],
-    "output_shape": [4, 8, 8]}],
-  "exit_node": {"type": "identity", "name": "e", "inputs": [[["c", 0, 4]], [["s", 0, 4]]], "output_shape": [8, 8, 8]},
-  "stages": [[["a"]], [["b"]], [["c"]], [["s"]], [["e"]]]}]})";
-
-struct TempDir {
-  fs::path path = fs::temp_directory_path() /
-                  ("sylva_ios_" + std::to_string(::getpid()) + "_" +
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& text) const {
-    const std::string p = (path / name).string();
-    write_file_atomically(p, text);
-    return p;
-  }
-};
-
 TEST(IosGraph, ReadsNodesTermsAndSequentialNodes) {
-  TempDir dir;
-  const CnnGraph g = read_ios_graph(dir.file("tiny.json", kGraph));
+  test::TempDir dir;
+  const CnnGraph g = read_ios_graph(dir.file("tiny.json", test::kTinyCnnGraph));
   EXPECT_EQ(g.name, "tiny");
   ASSERT_EQ(g.blocks.size(), 1u);
   const CnnBlock& b = g.blocks[0];
@@ -73,8 +39,8 @@ TEST(IosGraph, ReadsNodesTermsAndSequentialNodes) {
 }
 
 TEST(IosGraph, PartsFollowATopologicalOrderAndKeepTheirEdges) {
-  TempDir dir;
-  const CnnGraph g = read_ios_graph(dir.file("tiny.json", kGraph));
+  test::TempDir dir;
+  const CnnGraph g = read_ios_graph(dir.file("tiny.json", test::kTinyCnnGraph));
   const std::vector<BlockPart> whole = block_parts(g.blocks[0]);
   ASSERT_EQ(whole.size(), 1u);
   const OpDag& dag = whole[0].dag;  // a, b -> c -> s, and c, s -> e
@@ -112,8 +78,8 @@ struct UnitCost : StageCostModel {
 };
 
 TEST(IosGraph, WritesTheScheduleBackAndDrawsIt) {
-  TempDir dir;
-  const std::string in = dir.file("tiny.json", kGraph);
+  test::TempDir dir;
+  const std::string in = dir.file("tiny.json", test::kTinyCnnGraph);
   const CnnGraph g = read_ios_graph(in);
   const BlockPart part = block_parts(g.blocks[0])[0];
   UnitCost cost;
@@ -134,9 +100,9 @@ TEST(IosGraph, WritesTheScheduleBackAndDrawsIt) {
 }
 
 TEST(IosGraph, MalformedFilesAreErrorsNamingTheNode) {
-  TempDir dir;
+  test::TempDir dir;
   const auto error_for = [&](const std::string& from, const std::string& to) {
-    std::string text = kGraph;
+    std::string text = test::kTinyCnnGraph;
     const size_t at = text.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     text.replace(at, from.size(), to);

@@ -10,6 +10,8 @@
 #include <thread>
 #include <cmath>
 #include <limits>
+#include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <random>
 
@@ -338,6 +340,82 @@ void run_group(CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::
   omp_set_num_threads(before);
 }
 
+// Persistent threads for the groups of concurrent stages: creating a
+// thread per group and stage cost more than the small operators it runs,
+// and each new thread starts with cold oneDNN and OpenMP state.
+class GroupPool {
+ public:
+  ~GroupPool() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  // Runs jobs[0] on the caller and jobs[k] on worker k - 1; rethrows the first error.
+  void run(const std::vector<std::function<void()>>& jobs) {
+    std::unique_lock<std::mutex> lock(m_);
+    while (threads_.size() + 1 < jobs.size()) {
+      const size_t k = threads_.size();
+      threads_.emplace_back([this, k] { loop(k); });
+    }
+    jobs_ = &jobs;
+    errors_.assign(jobs.size(), nullptr);
+    pending_ = static_cast<int>(jobs.size()) - 1;
+    ++generation_;
+    lock.unlock();
+    work_.notify_all();
+    try {
+      jobs[0]();
+    } catch (...) {
+      errors_[0] = std::current_exception();
+    }
+    lock.lock();
+    done_.wait(lock, [&] { return pending_ == 0; });
+    jobs_ = nullptr;
+    for (const std::exception_ptr& e : errors_)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  void loop(size_t k) {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(m_);
+    for (;;) {
+      work_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_) return;
+      seen = generation_;
+      if (!jobs_ || k + 1 >= jobs_->size()) continue;  // not needed this time
+      const std::function<void()>& job = (*jobs_)[k + 1];
+      lock.unlock();
+      std::exception_ptr err;
+      try {
+        job();
+      } catch (...) {
+        err = std::current_exception();
+      }
+      lock.lock();
+      errors_[k + 1] = err;
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable work_, done_;
+  std::vector<std::thread> threads_;
+  const std::vector<std::function<void()>>* jobs_ = nullptr;
+  std::vector<std::exception_ptr> errors_;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+};
+
+GroupPool& group_pool() {
+  static GroupPool pool;
+  return pool;
+}
+
 void run_stage(CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::BlockPart& part,
                const ios::Stage& st, int cores) {
   SYLVA_CHECK(st.kind == ios::Stage::Kind::concurrent, "[cnn] merged stages are not built yet (merging operators)");
@@ -346,24 +424,9 @@ void run_stage(CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::
     return;
   }
   const int each = std::max(1, cores / static_cast<int>(st.groups.size()));
-  std::vector<std::thread> threads;
-  std::vector<std::exception_ptr> errors(st.groups.size());
-  for (size_t k = 1; k < st.groups.size(); ++k)
-    threads.emplace_back([&, k] {
-      try {
-        run_group(r, ops, part, st.groups[k], each);
-      } catch (...) {
-        errors[k] = std::current_exception();
-      }
-    });
-  try {
-    run_group(r, ops, part, st.groups[0], each);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  std::vector<std::function<void()>> jobs;
+  for (ios::OpSet g : st.groups) jobs.push_back([&, g] { run_group(r, ops, part, g, each); });
+  group_pool().run(jobs);
 }
 
 }  // namespace

@@ -353,8 +353,10 @@ class GroupPool {
     work_.notify_all();
     for (std::thread& t : threads_) t.join();
   }
-  // Runs jobs[0] on the caller and jobs[k] on worker k - 1; rethrows the first error.
+  // Runs jobs[0] on the caller and jobs[k] on worker k - 1; rethrows the
+  // first error. Callers from several threads take turns.
   void run(const std::vector<std::function<void()>>& jobs) {
+    std::lock_guard<std::mutex> turn(busy_);
     std::unique_lock<std::mutex> lock(m_);
     while (threads_.size() + 1 < jobs.size()) {
       const size_t k = threads_.size();
@@ -401,7 +403,7 @@ class GroupPool {
     }
   }
 
-  std::mutex m_;
+  std::mutex busy_, m_;
   std::condition_variable work_, done_;
   std::vector<std::thread> threads_;
   const std::vector<std::function<void()>>* jobs_ = nullptr;

@@ -261,7 +261,21 @@ void CnnRunner::run(const CnnNode& n) {
     return;
   }
   int64_t C = 0, H = 0, W = 0;
-  std::vector<float> x = gather(n, C, H, W);
+  std::vector<float> x;
+  const float* src = nullptr;  // the input, NCHW
+  const bool whole = n.inputs.size() == 1 && n.inputs[0].size() == 1 && n.inputs[0][0].begin == 0 &&
+                     n.inputs[0][0].end == nodes_.at(n.inputs[0][0].node)->output_shape[0];
+  if (impl_ == Impl::onednn && (n.type == "conv" || n.type == "pool") && whole) {
+    // Reads all of one node's output: oneDNN takes it in place, no gathered copy.
+    const CnnNode& producer = *nodes_.at(n.inputs[0][0].node);
+    src = value(producer.name).data();
+    C = producer.output_shape[0];
+    H = producer.output_shape[1];
+    W = producer.output_shape[2];
+  } else {
+    x = gather(n, C, H, W);
+    src = x.data();
+  }
   const int64_t N = batch_;
   if (n.type == "identity") {
     y = std::move(x);
@@ -286,7 +300,7 @@ void CnnRunner::run(const CnnNode& n) {
     if (impl_ == Impl::reference) {
       conv_reference(n, x, N, C, H, W, weights_.at(n.name), bias_.at(n.name), y);
     } else {
-      y.assign(static_cast<size_t>(N * n.out_channels * n.output_shape[1] * n.output_shape[2]), 0.0f);
+      y.resize(static_cast<size_t>(N * n.out_channels * n.output_shape[1] * n.output_shape[2]));  // oneDNN writes all
       const Impl_::Prim p = dnnl_->conv(n, N, C, H, W);
       const auto& wt = weights_.at(n.name);
       const dnnl::memory wm = n.groups == 1
@@ -295,7 +309,7 @@ void CnnRunner::run(const CnnNode& n) {
                                   : dnnl_->wrap({n.groups, n.out_channels / n.groups, C / n.groups, n.kernel[0],
                                                  n.kernel[1]},
                                                 wt.data(), dnnl::memory::format_tag::goihw);
-      dnnl_->execute(p, {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, x.data(), dnnl::memory::format_tag::nchw)},
+      dnnl_->execute(p, {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, src, dnnl::memory::format_tag::nchw)},
                          {DNNL_ARG_WEIGHTS, wm},
                          {DNNL_ARG_BIAS, dnnl_->wrap({n.out_channels}, bias_.at(n.name).data(),
                                                      dnnl::memory::format_tag::a)},
@@ -306,9 +320,9 @@ void CnnRunner::run(const CnnNode& n) {
     if (impl_ == Impl::reference) {
       pool_reference(n, x, N, C, H, W, y);
     } else {
-      y.assign(static_cast<size_t>(N * C * n.output_shape[1] * n.output_shape[2]), 0.0f);
+      y.resize(static_cast<size_t>(N * C * n.output_shape[1] * n.output_shape[2]));
       dnnl_->execute(dnnl_->pool(n, N, C, H, W),
-                     {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, x.data(), dnnl::memory::format_tag::nchw)},
+                     {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, src, dnnl::memory::format_tag::nchw)},
                       {DNNL_ARG_DST, dnnl_->wrap({N, C, n.output_shape[1], n.output_shape[2]}, y.data(),
                                                  dnnl::memory::format_tag::nchw)}});
     }

@@ -1,10 +1,10 @@
 // IOS search on the IOS paper's CNN graphs: per network, variant and
-// pruning (r, s), the schedule's cost under a stage cost model, the DP
-// states and stages costed, and the search time. The cost model here is
-// analytical (a two-core CPU: multiply-add rate, per-operator and
-// per-stage overheads); it measures nothing, so its costs compare
-// schedules under the model only. Profiling stages on the backend needs
-// the CNN kernels (the rest of the IOS issue).
+// pruning (r, s), the DP states, the stages costed and the search time.
+// --cost analytical: a model of a two-core CPU (multiply-add rate,
+// per-operator and per-stage overheads) that measures nothing, so its costs
+// compare schedules under the model only. --cost profile: every stage is
+// run on this CPU through oneDNN (concurrent groups on a thread pool,
+// merged convolutions as one), then each variant's plans end to end.
 #include <CLI/CLI.hpp>
 
 #include <bit>
@@ -56,27 +56,12 @@ class AnalyticalCost final : public StageCostModel {
     }
     return std::max(longest, total / cores_) + (st.groups.size() > 1 ? kStageOverhead : 0.0);
   }
-  // IOS's merge rule for convolutions: same input, stride and activation.
+  // IOS's merge rule for convolutions (ios::merge_convs).
   bool mergeable(const OpDag&, OpSet s) override {
-    const CnnNode* first = nullptr;
-    for (int v = 0; v < part_.dag.size(); ++v) {
-      if (!(s >> v & 1)) continue;
-      const CnnNode& n = *ops_[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])];
-      if (n.type != "conv" || n.groups != 1) return false;
-      if (!first) {
-        first = &n;
-        continue;
-      }
-      if (n.stride != first->stride || n.act != first->act || n.inputs.size() != first->inputs.size()) return false;
-      for (size_t t = 0; t < n.inputs.size(); ++t) {
-        if (n.inputs[t].size() != first->inputs[t].size()) return false;
-        for (size_t k = 0; k < n.inputs[t].size(); ++k) {
-          const ValueRef &a = n.inputs[t][k], &b = first->inputs[t][k];
-          if (a.node != b.node || a.begin != b.begin || a.end != b.end) return false;
-        }
-      }
-    }
-    return true;
+    std::vector<const CnnNode*> convs;
+    for (int v = 0; v < part_.dag.size(); ++v)
+      if (s >> v & 1) convs.push_back(ops_[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])]);
+    return merge_convs(convs).has_value();
   }
 
  private:
@@ -121,7 +106,6 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
   runner.run_all();  // every operator's inputs exist from here on
   double seq_ms = 0;
   for (const Config& c : configs) {
-    if (c.variant == Variant::merge) continue;  // merging operators is not built: same as sequential
     struct Planned {
       const CnnBlock* block;
       BlockPart part;

@@ -130,6 +130,51 @@ double CnnNode::macs() const {
   return m;
 }
 
+std::optional<MergedConv> merge_convs(const std::vector<const CnnNode*>& convs, std::string* why) {
+  const auto refuse = [&](auto&&... msg) -> std::optional<MergedConv> {
+    if (why) *why = detail::concat(msg...);
+    return std::nullopt;
+  };
+  if (convs.size() < 2) return refuse("a merge needs two or more convolutions");
+  const CnnNode& a = *convs[0];
+  std::array<int64_t, 2> kmax{}, pad{-1, -1};
+  for (const CnnNode* n : convs) {
+    if (n->type != "conv" || n->groups != 1) return refuse("'", n->name, "' is not a convolution of groups 1");
+    if (n->stride != a.stride || n->act != a.act || n->output_shape[1] != a.output_shape[1] ||
+        n->output_shape[2] != a.output_shape[2])
+      return refuse("'", n->name, "' and '", a.name, "' differ in stride, activation or output size");
+    const auto same = [](const ValueRef& x, const ValueRef& y) {
+      return x.node == y.node && x.begin == y.begin && x.end == y.end;
+    };
+    if (!std::equal(n->inputs.begin(), n->inputs.end(), a.inputs.begin(), a.inputs.end(),
+                    [&](const Term& x, const Term& y) { return std::equal(x.begin(), x.end(), y.begin(), y.end(), same); }))
+      return refuse("'", n->name, "' and '", a.name, "' read different inputs");
+    for (int d = 0; d < 2; ++d) kmax[d] = std::max(kmax[d], n->kernel[d]);
+  }
+  MergedConv m;
+  m.conv = a;
+  m.conv.name.clear();
+  m.conv.out_channels = 0;
+  for (const CnnNode* n : convs) {
+    for (int d = 0; d < 2; ++d) {
+      if ((kmax[d] - n->kernel[d]) % 2 != 0)
+        return refuse("'", n->name, "' has kernel ", n->kernel[d], " in dimension ", d, ", which cannot be centred in ",
+                      kmax[d]);
+      const int64_t p = n->padding[d] + (kmax[d] - n->kernel[d]) / 2;
+      if (pad[d] >= 0 && p != pad[d])
+        return refuse("'", n->name, "''s padding does not line up with the others' once its kernel is centred");
+      pad[d] = p;
+    }
+    m.offsets.push_back(m.conv.out_channels);
+    m.conv.out_channels += n->out_channels;
+    m.conv.name += (m.conv.name.empty() ? "" : "+") + n->name;
+  }
+  m.conv.kernel = kmax;
+  m.conv.padding = pad;
+  m.conv.output_shape[0] = m.conv.out_channels;
+  return m;
+}
+
 std::vector<const CnnNode*> CnnBlock::ops() const {
   std::vector<const CnnNode*> out;
   for (const CnnNode& n : inner) out.push_back(&n);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,19 @@ struct CnnGraph {
 /// Reads a graph; sylva::Error naming the file, the block and the field on
 /// malformed input, unknown node types, or references to unknown nodes.
 CnnGraph read_ios_graph(const std::string& path);
+
+/// IOS's operator merge for convolutions: convolutions that read the same
+/// input terms with the same stride, activation and output size (groups 1)
+/// run as one convolution with their output channels stacked. Kernels are
+/// zero-padded to the largest and centred, which keeps each member's output
+/// only if its padding is the merged padding less the centring offset:
+/// (K - k) / 2 + p must be the same for every member, per dimension.
+struct MergedConv {
+  CnnNode conv;                  // the merged convolution; its name joins the members' with '+'
+  std::vector<int64_t> offsets;  // output channel offset of each member, in the order given
+};
+/// The merge of `convs` (two or more), or nullopt with the reason in `why`.
+std::optional<MergedConv> merge_convs(const std::vector<const CnnNode*>& convs, std::string* why = nullptr);
 
 /// The operator DAG of a block with more than 64 operators cut first: parts
 /// of at most `max_ops` operators, consecutive in a topological order, each

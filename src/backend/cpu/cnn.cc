@@ -29,36 +29,12 @@ int64_t in_channels(const CnnNode& n) {
   return c;
 }
 
-float activate(const std::string& act, float x) {
-  if (act == "relu") return std::max(x, 0.0f);
-  if (act == "sigmoid") return 1.0f / (1.0f + std::exp(-x));
+template <class T>
+T activate(const std::string& act, T x) {
+  if (act == "relu") return std::max(x, T{0});
+  if (act == "sigmoid") return T{1} / (T{1} + std::exp(-x));
   if (act == "tanh") return std::tanh(x);
   return x;
-}
-
-// Direct convolution over NCHW with groups, then bias and activation.
-void conv_reference(const CnnNode& n, const std::vector<float>& x, int64_t N, int64_t C, int64_t H, int64_t W,
-                    const std::vector<float>& wt, const std::vector<float>& b, std::vector<float>& y) {
-  const int64_t K = n.out_channels, G = n.groups, OH = n.output_shape[1], OW = n.output_shape[2];
-  const int64_t KH = n.kernel[0], KW = n.kernel[1], cg = C / G, kg = K / G;
-  y.assign(static_cast<size_t>(N * K * OH * OW), 0.0f);
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t g = k / kg;
-      for (int64_t oh = 0; oh < OH; ++oh)
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          double s = b[static_cast<size_t>(k)];
-          for (int64_t c = 0; c < cg; ++c)
-            for (int64_t r = 0; r < KH; ++r)
-              for (int64_t q = 0; q < KW; ++q) {
-                const int64_t ih = oh * n.stride[0] - n.padding[0] + r, iw = ow * n.stride[1] - n.padding[1] + q;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
-                s += static_cast<double>(x[static_cast<size_t>(((i * C + g * cg + c) * H + ih) * W + iw)]) *
-                     wt[static_cast<size_t>(((k * cg + c) * KH + r) * KW + q)];
-              }
-          y[static_cast<size_t>(((i * K + k) * OH + oh) * OW + ow)] = activate(n.act, static_cast<float>(s));
-        }
-    }
 }
 
 bool global_pool(const CnnNode& n) { return n.pool_type == "global_max" || n.pool_type == "global_avg"; }
@@ -91,6 +67,72 @@ void pool_reference(const CnnNode& n, const std::vector<float>& x, int64_t N, in
 }
 
 }  // namespace
+
+template <class T>
+void conv_reference(const CnnNode& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
+                    const std::vector<T>& wt, const std::vector<T>& b, std::vector<T>& y) {
+  const int64_t K = n.out_channels, G = n.groups, OH = n.output_shape[1], OW = n.output_shape[2];
+  const int64_t KH = n.kernel[0], KW = n.kernel[1], cg = C / G, kg = K / G;
+  SYLVA_CHECK(static_cast<int64_t>(x.size()) == N * C * H * W && static_cast<int64_t>(wt.size()) == K * cg * KH * KW &&
+                  static_cast<int64_t>(b.size()) == K,
+              "[cnn] conv '", n.name, "': input, weights or bias of the wrong size");
+  y.assign(static_cast<size_t>(N * K * OH * OW), T{0});
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t k = 0; k < K; ++k) {
+      const int64_t g = k / kg;
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = static_cast<double>(b[static_cast<size_t>(k)]);
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t r = 0; r < KH; ++r)
+              for (int64_t q = 0; q < KW; ++q) {
+                const int64_t ih = oh * n.stride[0] - n.padding[0] + r, iw = ow * n.stride[1] - n.padding[1] + q;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += static_cast<double>(x[static_cast<size_t>(((i * C + g * cg + c) * H + ih) * W + iw)]) *
+                     static_cast<double>(wt[static_cast<size_t>(((k * cg + c) * KH + r) * KW + q)]);
+              }
+          y[static_cast<size_t>(((i * K + k) * OH + oh) * OW + ow)] = activate(n.act, static_cast<T>(s));
+        }
+    }
+}
+
+template <class T>
+void merge_conv_weights(const ios::MergedConv& m, const std::vector<const CnnNode*>& convs,
+                        const std::vector<const std::vector<T>*>& weights,
+                        const std::vector<const std::vector<T>*>& biases, std::vector<T>& w, std::vector<T>& b) {
+  SYLVA_CHECK(convs.size() == m.offsets.size() && weights.size() == convs.size() && biases.size() == convs.size(),
+              "[cnn] merge '", m.conv.name, "': one weight and bias tensor per member needed");
+  const int64_t KH = m.conv.kernel[0], KW = m.conv.kernel[1], C = in_channels(m.conv);
+  w.assign(static_cast<size_t>(m.conv.out_channels * C * KH * KW), T{0});
+  b.assign(static_cast<size_t>(m.conv.out_channels), T{0});
+  for (size_t j = 0; j < convs.size(); ++j) {
+    const CnnNode& n = *convs[j];
+    const int64_t kh = n.kernel[0], kw = n.kernel[1], dh = (KH - kh) / 2, dw = (KW - kw) / 2;
+    const std::vector<T>& src = *weights[j];
+    SYLVA_CHECK(static_cast<int64_t>(src.size()) == n.out_channels * C * kh * kw &&
+                    static_cast<int64_t>(biases[j]->size()) == n.out_channels,
+                "[cnn] merge '", m.conv.name, "': weights of '", n.name, "' have the wrong size");
+    for (int64_t k = 0; k < n.out_channels; ++k) {
+      const int64_t mk = m.offsets[j] + k;
+      b[static_cast<size_t>(mk)] = (*biases[j])[static_cast<size_t>(k)];
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < kh; ++r)
+          for (int64_t q = 0; q < kw; ++q)
+            w[static_cast<size_t>(((mk * C + c) * KH + r + dh) * KW + q + dw)] =
+                src[static_cast<size_t>(((k * C + c) * kh + r) * kw + q)];
+    }
+  }
+}
+
+#define SYLVA_CNN_INSTANTIATE(T)                                                                              \
+  template void conv_reference<T>(const CnnNode&, const std::vector<T>&, int64_t, int64_t, int64_t, int64_t, \
+                                  const std::vector<T>&, const std::vector<T>&, std::vector<T>&);            \
+  template void merge_conv_weights<T>(const ios::MergedConv&, const std::vector<const CnnNode*>&,            \
+                                      const std::vector<const std::vector<T>*>&,                              \
+                                      const std::vector<const std::vector<T>*>&, std::vector<T>&, std::vector<T>&);
+SYLVA_CNN_INSTANTIATE(float)
+SYLVA_CNN_INSTANTIATE(double)
+#undef SYLVA_CNN_INSTANTIATE
 
 // oneDNN: one engine and one primitive per node, created on first use.
 // Primitives take their scratchpad from the caller (scratchpad_mode::user):
@@ -262,20 +304,7 @@ void CnnRunner::run(const CnnNode& n) {
   }
   int64_t C = 0, H = 0, W = 0;
   std::vector<float> x;
-  const float* src = nullptr;  // the input, NCHW
-  const bool whole = n.inputs.size() == 1 && n.inputs[0].size() == 1 && n.inputs[0][0].begin == 0 &&
-                     n.inputs[0][0].end == nodes_.at(n.inputs[0][0].node)->output_shape[0];
-  if (impl_ == Impl::onednn && (n.type == "conv" || n.type == "pool") && whole) {
-    // Reads all of one node's output: oneDNN takes it in place, no gathered copy.
-    const CnnNode& producer = *nodes_.at(n.inputs[0][0].node);
-    src = value(producer.name).data();
-    C = producer.output_shape[0];
-    H = producer.output_shape[1];
-    W = producer.output_shape[2];
-  } else {
-    x = gather(n, C, H, W);
-    src = x.data();
-  }
+  const float* src = n.type == "conv" || n.type == "pool" ? input(n, x, C, H, W) : (x = gather(n, C, H, W)).data();
   const int64_t N = batch_;
   if (n.type == "identity") {
     y = std::move(x);
@@ -297,25 +326,7 @@ void CnnRunner::run(const CnnNode& n) {
           o = n.op == "mul" ? o * v : o + v;
         }
   } else if (n.type == "conv") {
-    if (impl_ == Impl::reference) {
-      conv_reference(n, x, N, C, H, W, weights_.at(n.name), bias_.at(n.name), y);
-    } else {
-      y.resize(static_cast<size_t>(N * n.out_channels * n.output_shape[1] * n.output_shape[2]));  // oneDNN writes all
-      const Impl_::Prim p = dnnl_->conv(n, N, C, H, W);
-      const auto& wt = weights_.at(n.name);
-      const dnnl::memory wm = n.groups == 1
-                                  ? dnnl_->wrap({n.out_channels, C, n.kernel[0], n.kernel[1]}, wt.data(),
-                                                dnnl::memory::format_tag::oihw)
-                                  : dnnl_->wrap({n.groups, n.out_channels / n.groups, C / n.groups, n.kernel[0],
-                                                 n.kernel[1]},
-                                                wt.data(), dnnl::memory::format_tag::goihw);
-      dnnl_->execute(p, {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, src, dnnl::memory::format_tag::nchw)},
-                         {DNNL_ARG_WEIGHTS, wm},
-                         {DNNL_ARG_BIAS, dnnl_->wrap({n.out_channels}, bias_.at(n.name).data(),
-                                                     dnnl::memory::format_tag::a)},
-                         {DNNL_ARG_DST, dnnl_->wrap({N, n.out_channels, n.output_shape[1], n.output_shape[2]},
-                                                    y.data(), dnnl::memory::format_tag::nchw)}});
-    }
+    conv(n, src, C, H, W, weights_.at(n.name), bias_.at(n.name), y);
   } else if (n.type == "pool") {
     if (impl_ == Impl::reference) {
       pool_reference(n, x, N, C, H, W, y);
@@ -332,6 +343,79 @@ void CnnRunner::run(const CnnNode& n) {
   SYLVA_CHECK(static_cast<int64_t>(y.size()) == N * n.output_shape[0] * n.output_shape[1] * n.output_shape[2],
               "[cnn] node '", n.name, "' computed ", y.size() / static_cast<size_t>(N), " values per sample but "
               "declares output_shape [", n.output_shape[0], ", ", n.output_shape[1], ", ", n.output_shape[2], "]");
+}
+
+const float* CnnRunner::input(const CnnNode& n, std::vector<float>& x, int64_t& C, int64_t& H, int64_t& W) const {
+  const bool whole = n.inputs.size() == 1 && n.inputs[0].size() == 1 && n.inputs[0][0].begin == 0 &&
+                     n.inputs[0][0].end == nodes_.at(n.inputs[0][0].node)->output_shape[0];
+  if (impl_ == Impl::reference || !whole) {
+    x = gather(n, C, H, W);
+    return x.data();
+  }
+  const CnnNode& producer = *nodes_.at(n.inputs[0][0].node);
+  C = producer.output_shape[0];
+  H = producer.output_shape[1];
+  W = producer.output_shape[2];
+  return value(producer.name).data();
+}
+
+void CnnRunner::conv(const CnnNode& n, const float* src, int64_t C, int64_t H, int64_t W, const std::vector<float>& wt,
+                     const std::vector<float>& b, std::vector<float>& y) {
+  const int64_t N = batch_;
+  if (impl_ == Impl::reference) {
+    conv_reference(n, std::vector<float>(src, src + N * C * H * W), N, C, H, W, wt, b, y);
+    return;
+  }
+  y.resize(static_cast<size_t>(N * n.out_channels * n.output_shape[1] * n.output_shape[2]));  // oneDNN writes all
+  const Impl_::Prim p = dnnl_->conv(n, N, C, H, W);
+  using tag = dnnl::memory::format_tag;
+  const dnnl::memory wm =
+      n.groups == 1 ? dnnl_->wrap({n.out_channels, C, n.kernel[0], n.kernel[1]}, wt.data(), tag::oihw)
+                    : dnnl_->wrap({n.groups, n.out_channels / n.groups, C / n.groups, n.kernel[0], n.kernel[1]},
+                                  wt.data(), tag::goihw);
+  dnnl_->execute(p, {{DNNL_ARG_SRC, dnnl_->wrap({N, C, H, W}, src, tag::nchw)},
+                     {DNNL_ARG_WEIGHTS, wm},
+                     {DNNL_ARG_BIAS, dnnl_->wrap({n.out_channels}, b.data(), tag::a)},
+                     {DNNL_ARG_DST, dnnl_->wrap({N, n.out_channels, n.output_shape[1], n.output_shape[2]}, y.data(),
+                                                tag::nchw)}});
+}
+
+void CnnRunner::run_merged(const std::vector<const CnnNode*>& convs) {
+  Merged* mg = nullptr;
+  {
+    std::string key;
+    for (const CnnNode* n : convs) key += (key.empty() ? "" : "+") + n->name;
+    std::lock_guard<std::mutex> lock(merged_mutex_);
+    std::unique_ptr<Merged>& entry = merged_[key];
+    if (!entry) {
+      std::string why;
+      std::optional<ios::MergedConv> m = ios::merge_convs(convs, &why);
+      SYLVA_CHECK(m, "[cnn] cannot merge ", key, ": ", why);
+      auto made = std::make_unique<Merged>();
+      made->m = std::move(*m);
+      std::vector<const std::vector<float>*> w, b;
+      for (const CnnNode* n : convs) {
+        w.push_back(&weights_.at(n->name));
+        b.push_back(&bias_.at(n->name));
+      }
+      merge_conv_weights(made->m, convs, w, b, made->w, made->b);
+      entry = std::move(made);
+    }
+    mg = entry.get();
+  }
+  int64_t C = 0, H = 0, W = 0;
+  std::vector<float> x;
+  const float* src = input(mg->m.conv, x, C, H, W);
+  conv(mg->m.conv, src, C, H, W, mg->w, mg->b, mg->y);
+  // Each member's channels, [offset, offset + K) of the merged output.
+  const int64_t KM = mg->m.conv.out_channels, HW = mg->m.conv.output_shape[1] * mg->m.conv.output_shape[2];
+  for (size_t j = 0; j < convs.size(); ++j) {
+    const int64_t K = convs[j]->out_channels;
+    std::vector<float>& y = slot(convs[j]->name);
+    y.resize(static_cast<size_t>(batch_ * K * HW));
+    for (int64_t i = 0; i < batch_; ++i)
+      std::copy_n(mg->y.begin() + (i * KM + mg->m.offsets[j]) * HW, K * HW, y.begin() + i * K * HW);
+  }
 }
 
 void CnnRunner::run_all() {
@@ -434,7 +518,16 @@ GroupPool& group_pool() {
 
 void run_stage(CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::BlockPart& part,
                const ios::Stage& st, int cores) {
-  SYLVA_CHECK(st.kind == ios::Stage::Kind::concurrent, "[cnn] merged stages are not built yet (merging operators)");
+  if (st.kind == ios::Stage::Kind::merged) {
+    std::vector<const CnnNode*> convs;
+    for (int v : part.dag.topo_order())
+      if (st.groups[0] >> v & 1) convs.push_back(ops[static_cast<size_t>(part.ops[static_cast<size_t>(v)])]);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(cores);
+    r.run_merged(convs);
+    omp_set_num_threads(before);
+    return;
+  }
   if (st.groups.size() == 1) {
     run_group(r, ops, part, st.groups[0], cores);
     return;
@@ -468,5 +561,12 @@ double ProfilingCost::latency(const ios::OpDag&, const ios::Stage& stage) {
   return cache_[stage.groups] = t[t.size() / 2];
 }
 
-}  // namespace sylva::cnn
+bool ProfilingCost::mergeable(const ios::OpDag& dag, ios::OpSet ops) {
+  const std::vector<const CnnNode*> all = block_.ops();
+  std::vector<const CnnNode*> convs;
+  for (int v = 0; v < dag.size(); ++v)
+    if (ops >> v & 1) convs.push_back(all[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])]);
+  return ios::merge_convs(convs).has_value();
+}
 
+}  // namespace sylva::cnn

@@ -35,6 +35,9 @@ struct ModelConfig {
   /// LSTMs, Sylva only: x·W + b inside the vertex function (see
   /// examples::LstmLmConfig::projection_in_cell).
   bool projection_in_cell = false;
+  /// Tree-LSTM and LSTMs, Sylva only: the cell written gate by gate
+  /// (examples::TreeLstmConfig::per_gate).
+  bool per_gate = false;
 };
 
 /// Adds the workload's parameters (same names and layouts as the example
@@ -93,6 +96,7 @@ struct StrategyOptions {
   bool eager_batching = true;
   bool fusion = true;
   bool streaming = true;
+  bool ios = true;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

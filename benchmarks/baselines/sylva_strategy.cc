@@ -21,14 +21,15 @@ struct SylvaModel {
     switch (c.workload) {
       case Workload::tree_lstm:
         tree_lstm.emplace(ps, examples::TreeLstmConfig{.vocab = c.vocab, .dim = c.embed, .hidden = c.hidden,
-                                                       .classes = c.classes, .dropout = 0.0, .dtype = c.dtype});
+                                                       .classes = c.classes, .dropout = 0.0, .dtype = c.dtype,
+                                                       .per_gate = c.per_gate});
         program = &tree_lstm->program;
         loss = tree_lstm->loss;
         break;
       case Workload::var_lstm: case Workload::fixed_lstm:
         lstm.emplace(ps, examples::LstmLmConfig{.vocab = c.vocab, .embed = c.embed, .hidden = c.hidden,
                                                 .layers = c.layers, .dtype = c.dtype,
-                                                .projection_in_cell = c.projection_in_cell});
+                                                .projection_in_cell = c.projection_in_cell, .per_gate = c.per_gate});
         program = &lstm->program;
         loss = lstm->loss;
         break;
@@ -48,7 +49,7 @@ class SylvaStrategy final : public Strategy {
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
             {.policy = policy, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
              .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching,
-             .fusion = o.fusion, .streaming = o.streaming}),
+             .fusion = o.fusion, .streaming = o.streaming, .ios = o.ios}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
     if (measure_) ex_.set_observer(profiler_.observer());
   }

@@ -53,8 +53,8 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
                                                 const StrategyOptions& options) {
   if (name == "sylva") return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, options);
   if (name == "sylva-serial") return make_sylva_strategy(cfg, ps, BatchingPolicy::Serial, options);
-  SYLVA_CHECK(!cfg.projection_in_cell, "[bench] projection_in_cell is a variant of Sylva's model only, not of '",
-              name, "'");
+  SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
+              "[bench] projection_in_cell and per_gate are variants of Sylva's model only, not of '", name, "'");
   if (name == "dynamic-decl") return make_dynamic_decl_strategy(cfg, ps, false, false, options);
   if (name == "dynamic-decl-autobatch") return make_dynamic_decl_strategy(cfg, ps, true, false, options);
   if (name == "dynamic-decl-autobatch-dense") return make_dynamic_decl_strategy(cfg, ps, true, true, options);

@@ -52,7 +52,7 @@ struct Options {
   bool float64 = false;
   bool list = false;
   bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false;
-  bool projection_in_cell = false;
+  bool projection_in_cell = false, per_gate = false, no_ios = false;
 };
 
 double median(std::vector<double> v) {
@@ -126,7 +126,8 @@ nlohmann::json to_json(const Row& r) {
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
   if (name.rfind("libtorch", 0) == 0) {
 #if SYLVA_HAVE_TORCH
-    SYLVA_CHECK(!cfg.projection_in_cell, "[bench] --projection-in-cell applies to the sylva strategies only");
+    SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
+                "[bench] --projection-in-cell and --per-gate apply to the sylva strategies only");
     return make_torch_strategy(name, cfg, ps, o.threads);
 #else
     SYLVA_THROW("[bench] strategy '", name, "' needs libtorch: apt-get install libtorch-dev and reconfigure");
@@ -136,7 +137,7 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
                                {.threads = o.threads, .measure_movement = o.measure_movement,
                                 .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
                                 .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
-                                .streaming = !o.no_streaming});
+                                .streaming = !o.no_streaming, .ios = !o.no_ios});
 }
 
 std::vector<std::string> available(Workload w) {
@@ -244,7 +245,8 @@ int run(const Options& o) {
     std::fprintf(stderr, "[bench] %s: %s\n", o.workload.c_str(), data.description.c_str());
     for (int64_t h : hiddens) {
       ModelConfig cfg{.workload = w, .vocab = data.vocab, .hidden = h, .classes = data.classes, .layers = o.layers,
-                      .dtype = o.float64 ? DType::f64 : DType::f32, .projection_in_cell = o.projection_in_cell};
+                      .dtype = o.float64 ? DType::f64 : DType::f32, .projection_in_cell = o.projection_in_cell,
+                      .per_gate = o.per_gate};
       cfg.embed = o.embed > 0 ? o.embed : w == Workload::tree_lstm ? 300 : h;
       ParameterSet ps(cfg.dtype, o.seed);
       add_params(ps, cfg);
@@ -340,6 +342,9 @@ int main(int argc, char** argv) {
                "sylva: run the work outside the task loop on the calling thread (ablation)");
   app.add_flag("--projection-in-cell", o.projection_in_cell,
                "LSTMs, sylva only: write x·W + b inside the vertex function instead of the program");
+  app.add_flag("--per-gate", o.per_gate,
+               "Tree-LSTM and LSTMs, sylva only: write the cell gate by gate (one matmul per gate; IOS merges them)");
+  app.add_flag("--no-ios", o.no_ios, "sylva: run F and its gradient as written, without IOS plans (ablation)");
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
   CLI11_PARSE(app, argc, argv);

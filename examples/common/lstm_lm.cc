@@ -26,11 +26,23 @@ void add_lstm_lm_params(ParameterSet& ps, const LstmLmConfig& c) {
 
 VertexFunction lstm_cell(ParameterSet& ps, const LstmLmConfig& c, int64_t layer) {
   VertexFunction f("lstm" + std::to_string(layer), 2 * c.hidden, c.dtype);
-  Symbol p = c.projection_in_cell ? matmul(f.pull(layer == 1 ? c.embed : c.hidden), f.param(ps[layer_param("W", layer)])) +
-                                        f.param(ps[layer_param("b", layer)])
-                                  : f.pull(4 * c.hidden);
+  Symbol in = f.pull(c.projection_in_cell ? (layer == 1 ? c.embed : c.hidden) : 4 * c.hidden);
+  Symbol W = c.projection_in_cell ? f.param(ps[layer_param("W", layer)]) : Symbol{};
+  Symbol b = c.projection_in_cell ? f.param(ps[layer_param("b", layer)]) : Symbol{};
+  Symbol U = f.param(ps[layer_param("U", layer)]);
   auto [h, cell] = split<2>(f.gather(0));
-  auto [i, fg, o, u] = split<4>(p + matmul(h, f.param(ps[layer_param("U", layer)])));
+  // p = x·W + b (the pulled projection, or computed here) plus h·U: stacked, or one gate at a time.
+  std::array<Symbol, 4> gates;
+  if (c.per_gate) {
+    for (int64_t k = 0; k < 4; ++k) {
+      const int64_t from = k * c.hidden, to = (k + 1) * c.hidden;
+      Symbol pk = c.projection_in_cell ? matmul(in, slice(W, from, to)) + slice(b, from, to) : slice(in, from, to);
+      gates[static_cast<size_t>(k)] = pk + matmul(h, slice(U, from, to));
+    }
+  } else {
+    gates = split<4>((c.projection_in_cell ? matmul(in, W) + b : in) + matmul(h, U));
+  }
+  auto [i, fg, o, u] = gates;
   Symbol c2 = sigmoid(fg) * cell + sigmoid(i) * tanh(u);
   Symbol h2 = sigmoid(o) * tanh(c2);
   f.scatter(concat({h2, c2}));

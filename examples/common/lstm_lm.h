@@ -32,6 +32,9 @@ struct LstmLmConfig {
   /// not hoist it would) instead of in the program: the same model, for
   /// measuring eager batching.
   bool projection_in_cell = false;
+  /// Write h·U gate by gate (h·U_g, U_g a column slice of U; with
+  /// projection_in_cell also x·W_g): IOS merges them back (ExecutorOptions::ios).
+  bool per_gate = false;
 };
 
 /// Adds E [vocab, embed]; per layer l = 1..layers: W<l> [in, 4h], U<l>

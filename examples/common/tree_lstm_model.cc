@@ -16,8 +16,18 @@ VertexFunction tree_lstm_cell(ParameterSet& ps, const TreeLstmConfig& c) {
   Symbol x = f.pull(c.dim);
   auto [hl, cl] = split<2>(f.gather(0));
   auto [hr, cr] = split<2>(f.gather(1));
-  Symbol g = matmul(x, f.param(ps["W"])) + matmul(concat({hl, hr}), f.param(ps["U"])) + f.param(ps["b"]);
-  auto [i, fl, fr, o, u] = split<5>(g);
+  Symbol hh2 = concat({hl, hr}), W = f.param(ps["W"]), U = f.param(ps["U"]), b = f.param(ps["b"]);
+  std::array<Symbol, 5> gates;
+  if (c.per_gate) {
+    for (int64_t k = 0; k < 5; ++k) {
+      const int64_t from = k * c.hidden, to = (k + 1) * c.hidden;
+      gates[static_cast<size_t>(k)] =
+          matmul(x, slice(W, from, to)) + matmul(hh2, slice(U, from, to)) + slice(b, from, to);
+    }
+  } else {
+    gates = split<5>(matmul(x, W) + matmul(hh2, U) + b);
+  }
+  auto [i, fl, fr, o, u] = gates;
   Symbol cc = sigmoid(i) * tanh(u) + sigmoid(fl) * cl + sigmoid(fr) * cr;
   Symbol hh = sigmoid(o) * tanh(cc);
   f.scatter(concat({hh, cc}));

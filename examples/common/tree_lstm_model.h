@@ -15,6 +15,11 @@ struct TreeLstmConfig {
   double emb_dropout = 0.0;  // on the word vectors
   double init_scale = 0.05;  // U(-s, s) for the embeddings
   DType dtype = DType::f32;
+  /// Write the cell gate by gate, x·W_g + [h_l; h_r]·U_g + b_g with W_g,
+  /// U_g, b_g column slices of W, U, b (same parameters, same results), as
+  /// a user who does not stack the gate weights would: IOS merges the ten
+  /// matmuls back into two (ExecutorOptions::ios).
+  bool per_gate = false;
 };
 
 /// Adds the parameters E [vocab, d], W [d, 5h], U [2h, 5h], b [5h],

@@ -40,7 +40,8 @@ struct Executor::Impl {
         SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
-        runners[n.id] = std::make_unique<VertexRunner>(n.attrs.body, backend, params);
+        runners[n.id] = std::make_unique<VertexRunner>(
+            n.attrs.body, backend, params, options.ios ? std::optional(options.ios_options) : std::nullopt);
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
@@ -304,6 +305,12 @@ const RowSparsity& Executor::sparse_grads() const { return impl_->sparse; }
 const ExecutorOptions& Executor::options() const { return impl_->options; }
 void Executor::set_policy(BatchingPolicy p) { impl_->options.policy = p; }
 void Executor::set_observer(Observer obs) { impl_->observer = std::move(obs); }
+
+const ir::Graph& Executor::vertex_function(Symbol apply) const {
+  SYLVA_CHECK(apply.graph() == &impl_->program.graph() && impl_->runners.at(apply.id()),
+              "[executor] symbol is not an apply of this program");
+  return impl_->runners[apply.id()]->graph();
+}
 
 const ir::Graph& Executor::vertex_gradient(Symbol apply) const {
   SYLVA_CHECK(apply.graph() == &impl_->program.graph() && impl_->runners.at(apply.id()),

@@ -6,6 +6,7 @@
 #include "sylva/core/error.h"
 #include "sylva/core/log.h"
 #include "sylva/passes/autodiff.h"
+#include "sylva/sched/ios_ir.h"
 
 namespace sylva::detail {
 
@@ -69,8 +70,12 @@ MatView grad_view(Parameter& p) {
   return {p.grad.raw(), p.grad.shape().rows(), p.grad.shape().cols(), p.grad.dtype()};
 }
 
-VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params)
-    : f_(std::move(f)), backend_(backend), params_(params) {
+VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params,
+                           std::optional<ios::Options> ios)
+    : ios_(ios),
+      f_(ios ? std::make_shared<const ir::Graph>(ios::plan_graph(*f, *ios).graph) : std::move(f)),
+      backend_(backend),
+      params_(params) {
   const ir::Graph& g = *f_;
   auto scatters = g.find(OpKind::Scatter);
   if (!scatters.empty()) {
@@ -103,6 +108,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend,
 const ir::Graph& VertexRunner::grad_graph() {
   if (!df_) {
     df_ = passes::differentiate_vertex_function(*f_);
+    if (ios_) df_ = std::make_shared<const ir::Graph>(ios::plan_graph(*df_, *ios_, /*slice_param_grads=*/true).graph);
     init_values(bwd_, *df_);
     folded_ = passes::foldable_param_matmuls(*df_);
     consumers_b_.assign(df_->size(), {});

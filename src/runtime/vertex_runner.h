@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/sched/ios.h"
 #include "stream.h"
 
 namespace sylva::detail {
@@ -28,7 +30,11 @@ MatView grad_view(Parameter& p);
 
 class VertexRunner {
  public:
-  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params);
+  /// With `ios`, F (here) and ∂F (when derived) are IOS-planned:
+  /// ios::plan_graph re-emits them in their plan's order, merged matmuls
+  /// rewritten (see ExecutorOptions::ios).
+  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params,
+               std::optional<ios::Options> ios = std::nullopt);
 
   /// Per minibatch, before forward(): validates arity, builds the gather
   /// index tables and sizes every arena for the schedule's rows.
@@ -131,6 +137,7 @@ class VertexRunner {
   void task_flags(size_t ti, bool backward, Lane& lane) const;
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
 
+  std::optional<ios::Options> ios_;
   std::shared_ptr<const ir::Graph> f_;
   std::shared_ptr<const ir::Graph> df_;
   Backend& backend_;

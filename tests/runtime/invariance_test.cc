@@ -69,7 +69,7 @@ struct Result {
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false, .streaming = false};
+          .fusion = false, .streaming = false, .ios = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -172,6 +172,7 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       // Streaming moves the work eager and lazy batching take out of the loop.
       {"streaming (with eager, lazy)",
        [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},
+      {"ios", [](ExecutorOptions& o) { o.ios = true; }},
       {"all", [](ExecutorOptions& o) { o = ExecutorOptions{.policy = o.policy}; }},
   };
   std::mt19937_64 rng(4321);

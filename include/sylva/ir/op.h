@@ -75,7 +75,8 @@ struct Attrs {
   double alpha = 1.0;               // Scale factor; DropoutMask drop probability
   bool trans_a = false, trans_b = false;  // MatMul operand layouts
   Reduction reduction = Reduction::sum;   // SoftmaxCrossEntropy
-  NodeId ref = kNoNode;             // ForwardValue, ApplyGrad: forward node
+  NodeId ref = kNoNode;             // ForwardValue, ApplyGrad: forward node; DropoutMask: its random
+                                    // stream's key when a pass re-emitted it (else its own id)
   std::vector<int64_t> ranges;      // Assemble: [begin, end) per input, flattened
   int64_t width = 0;                // Assemble: output columns; LookupGrad: table rows
   Shape shape;                      // Param: full shape

@@ -11,6 +11,7 @@
 #include "sylva/core/tensor.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/schedule.h"
+#include "sylva/sched/ios.h"
 
 namespace sylva {
 
@@ -56,6 +57,14 @@ struct ExecutorOptions {
   /// not below the number of cores. The CPU form of running on a second
   /// CUDA stream.
   bool streaming = true;
+  /// IOS (docs/architecture.md, "IOS on Sylva's graphs"): F and ∂F are
+  /// scheduled by the IOS dynamic program (`ios_options`; cost: sched/ios_ir's
+  /// analytical CPU model) and re-emitted in the plan's order -- matmuls
+  /// that share their left operand and have fixed right operands (gate
+  /// matmuls written one per gate) become one matmul over the weights
+  /// concatenated once per minibatch. Read when the executor is built.
+  bool ios = true;
+  ios::Options ios_options{.variant = ios::Variant::both, .r = 3, .s = 8};
 };
 
 /// What an observer is told after each op runs (for profiling).
@@ -113,6 +122,8 @@ class Executor {
   void set_policy(BatchingPolicy p);
   /// Called after every op; nullptr to remove. Costs a clock read per op.
   void set_observer(Observer obs);
+  /// F as the executor runs it (IOS-planned with ExecutorOptions::ios), for inspection.
+  const ir::Graph& vertex_function(Symbol apply) const;
   /// ∂F of the vertex function applied by node `apply` of the program (for inspection).
   const ir::Graph& vertex_gradient(Symbol apply) const;
   /// Total bytes allocated so far for values and arenas (steady-state checks).

@@ -84,7 +84,9 @@ struct DropoutMask {
     }
     const double p = a.node.attrs.alpha;
     const T keep = static_cast<T>(1.0 / (1.0 - p));
-    const uint64_t base = mix(a.ctx.seed ^ mix(a.ctx.step * 0x100000001B3ull + static_cast<uint64_t>(a.node.id)));
+    // Keyed by the node the mask was written as (attrs.ref when a pass re-emitted it), so reordering F keeps it.
+    const ir::NodeId key = a.node.attrs.ref != ir::kNoNode ? a.node.attrs.ref : a.node.id;
+    const uint64_t base = mix(a.ctx.seed ^ mix(a.ctx.step * 0x100000001B3ull + static_cast<uint64_t>(key)));
     for (int64_t r = 0; r < R; ++r) {
       uint64_t v = static_cast<uint64_t>(a.ctx.row_vertex ? a.ctx.row_vertex[r] : r);
       uint64_t row_key = mix(base ^ (v * 0xD6E8FEB86659FD93ull));

@@ -32,6 +32,22 @@ std::vector<NodeId> members(const IrPart& part, OpSet ops) {
   return out;
 }
 
+// When the right operands of matmuls `ms` are the consecutive column slices
+// of one value, covering it (a cell written gate by gate over slices of a
+// stacked weight): that value, whose concatenation they are. kNoNode otherwise.
+NodeId sliced_whole(const ir::Graph& g, const std::vector<NodeId>& ms) {
+  NodeId whole = ir::kNoNode;
+  int64_t next = 0;
+  for (NodeId id : ms) {
+    const Node& w = g.node(g.node(id).inputs[1]);
+    if (w.op != OpKind::Slice || w.attrs.begin != next || (whole != ir::kNoNode && w.inputs[0] != whole))
+      return ir::kNoNode;
+    whole = w.inputs[0];
+    next = w.attrs.end;
+  }
+  return next == g.node(whole).type.cols() ? whole : ir::kNoNode;
+}
+
 }  // namespace
 
 std::vector<IrPart> ir_parts(const ir::Graph& g, int max_ops) {
@@ -172,7 +188,9 @@ ir::Graph follow_plans(const ir::Graph& g, const std::vector<IrPart>& parts, con
         for (NodeId in : g.node(id).inputs) emit(in, emit);
         weights.push_back(map[static_cast<size_t>(g.node(id).inputs[1])]);
       }
-      const NodeId cat = out.add(OpKind::Concat, std::move(weights));
+      const NodeId whole = sliced_whole(g, ms);  // the weights are the column slices of one value, in order
+      if (whole != ir::kNoNode) emit(whole, emit);
+      const NodeId cat = whole != ir::kNoNode ? map[static_cast<size_t>(whole)] : out.add(OpKind::Concat, std::move(weights));
       const NodeId mm = out.add(OpKind::MatMul, {map[static_cast<size_t>(g.node(ms[0]).inputs[0])], cat});
       ir::Attrs cols;
       for (NodeId id : ms) {

@@ -68,6 +68,23 @@ TEST(IosIr, TheDpMergesGateMatmulsThatShareAnInput) {
   EXPECT_EQ(par.graph.size(), f.size());
 }
 
+// Gate by gate over column slices of one stacked weight: the merged matmul reads the stacked weight itself.
+TEST(IosIr, SlicesOfOneWeightMergeBackIntoIt) {
+  ParameterSet ps{DType::f64, 3};
+  ps.add("W", {kD, 4 * kH}, Init::uniform(-1, 1));
+  VertexFunction f("sliced", kH, DType::f64);
+  Symbol x = f.pull(kD), w = f.param(ps["W"]);
+  Symbol sum = matmul(x, slice(w, 0, kH));
+  for (int k = 1; k < 4; ++k) sum = sum * matmul(x, slice(w, k * kH, (k + 1) * kH));
+  f.push(sum);
+  const ios::PlannedGraph p = ios::plan_graph(f.graph(), {ios::Variant::both, 3, 8});
+  EXPECT_EQ(p.merged_stages, 1);
+  const std::vector<ir::NodeId> mm = p.graph.find(ir::OpKind::MatMul);
+  ASSERT_EQ(mm.size(), 1u);
+  EXPECT_EQ(p.graph.node(p.graph.node(mm[0]).inputs[1]).op, ir::OpKind::Param);
+  EXPECT_EQ(count(p.graph, ir::OpKind::Concat), 0);
+}
+
 TEST(IosIr, MergingIsCheaperUnderTheCostModelAndOnlyForSharedInputs) {
   PerGateModel m;
   const ir::Graph& f = m.f.graph();

@@ -68,7 +68,9 @@ class IrCostModel final : public StageCostModel {
 /// nodes it reads; last, the nodes no operator reads. A merged stage of
 /// matmuls becomes concat(W1, ..., Wk) (a fixed value: the executor computes
 /// it once per minibatch), one matmul, and a column slice per member that
-/// the member's consumers read. With `slice_param_grads` (for gradient
+/// the member's consumers read. When W1..Wk are the consecutive column
+/// slices of one value W that they cover (a cell written gate by gate over
+/// a stacked weight), the matmul reads W itself. With `slice_param_grads` (for gradient
 /// graphs) a slice of a row-reducing matmul's result, Slice(Aᵀ·B), is
 /// emitted as Aᵀ·Slice(B), so each parameter gradient of a merged matmul is
 /// again one product straight into its gradient (lazy batching keeps it out

@@ -104,42 +104,60 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
                    int cores, int repeats, int profile_repeats, const std::vector<Config>& configs) {
   cnn::CnnRunner runner(g, batch, 1);
   runner.run_all();  // every operator's inputs exist from here on
-  double seq_ms = 0;
-  for (const Config& c : configs) {
-    struct Planned {
-      const CnnBlock* block;
-      BlockPart part;
-      StagePlan plan;
-    };
+  struct Planned {
+    const CnnBlock* block;
+    BlockPart part;
+    StagePlan plan;
+  };
+  struct Searched {
     std::vector<Planned> plans;
-    int64_t profiled = 0, states = 0;
+    int64_t profiled = 0, states = 0, merged = 0, concurrent = 0;
     double predicted = 0;  // the plans' cost: the sum of their stages' profiled latencies
+    double search_s = 0;
+    std::vector<double> ms;
+  };
+  std::vector<Searched> found;
+  for (const Config& c : configs) {
+    Searched f;
     const auto t0 = std::chrono::steady_clock::now();
     for (const CnnBlock& b : g.blocks)
       for (BlockPart& part : given.empty() ? block_parts(b, part_size) : block_parts(b, given)) {
         cnn::ProfilingCost cost(runner, b, part, cores, profile_repeats);
         StagePlan p = schedule(part.dag, cost, {c.variant, c.r, c.s});
-        profiled += cost.profiled();
-        states += p.states;
-        predicted += p.cost;
-        plans.push_back({&b, std::move(part), std::move(p)});
+        f.profiled += cost.profiled();
+        f.states += p.states;
+        f.predicted += p.cost;
+        for (const Stage& st : p.stages) {
+          f.merged += st.kind == Stage::Kind::merged;
+          f.concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
+        }
+        f.plans.push_back({&b, std::move(part), std::move(p)});
       }
-    const double search = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::vector<double> t;
-    for (int k = 0; k <= repeats; ++k) {
+    f.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    found.push_back(std::move(f));
+  }
+  // End to end, the variants take turns (one run each per round, after a
+  // warm-up round), so drifting load on a shared machine hits them alike.
+  for (int k = 0; k <= repeats; ++k)
+    for (Searched& f : found) {
       const auto s0 = std::chrono::steady_clock::now();
-      for (const Planned& p : plans) cnn::run_plan(runner, *p.block, p.part, p.plan, cores);
-      if (k > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
+      for (const Planned& p : f.plans) cnn::run_plan(runner, *p.block, p.part, p.plan, cores);
+      if (k > 0) f.ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
     }
-    const double ms = median(t);
+  double seq_ms = 0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Config& c = configs[i];
+    const Searched& f = found[i];
+    const double ms = median(f.ms);
     if (c.variant == Variant::sequential) seq_ms = ms;
     const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
-    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %10ld %10ld %10.1f\n", g.name.c_str(),
-                variant_name(c.variant), rs.c_str(), ms, *std::min_element(t.begin(), t.end()),
-                *std::max_element(t.begin(), t.end()), seq_ms / ms, predicted * 1e3, static_cast<long>(states),
-                static_cast<long>(profiled), search);
-    std::fflush(stdout);
+    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %7ld %7ld %10ld %10ld %10.1f\n", g.name.c_str(),
+                variant_name(c.variant), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
+                *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
+                static_cast<long>(f.merged), static_cast<long>(f.concurrent), static_cast<long>(f.states),
+                static_cast<long>(f.profiled), f.search_s);
   }
+  std::fflush(stdout);
 }
 
 }  // namespace
@@ -182,10 +200,11 @@ int main(int argc, char** argv) {
     const bool profile = cost_model == "profile";
     if (profile) {
       std::printf("# bench_ios: profiling cost model, batch %d, %d cores (oneDNN, float32); latency of the whole "
-                  "network in ms, median (min max) of %d runs\n",
+                  "network in ms, median (min max) of %d runs, variants in turn; merged / concur: stages merged / of two or "
+                  "more groups\n",
                   batch, cores, repeats);
-      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %10s %10s %10s\n", "graph", "variant", "r,s", "latency", "min",
-                  "max", "vs seq", "predicted", "DP states", "profiled", "search s");
+      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s", "latency",
+                  "min", "max", "vs seq", "predicted", "merged", "concur", "DP states", "profiled", "search s");
     } else {
       std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
                   "measurements\n",

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "sylva/core/error.h"
 #include "sylva/passes/autodiff.h"
+#include "sylva/sched/ios_ir.h"
 #include "vertex_runner.h"
 
 namespace sylva {
@@ -46,6 +48,16 @@ struct Executor::Impl {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
     }
+    order = run_order(g);
+  }
+
+  // The order the static graph's nodes run in: the IOS plan's (nodes
+  // reordered, never merged: they are the user's Symbols), or as written.
+  std::vector<NodeId> run_order(const ir::Graph& g) const {
+    if (options.ios) return ios::plan_order(g, options.ios_options);
+    std::vector<NodeId> ids(g.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    return ids;
   }
 
   // Streaming needs a core the GEMM threads leave free: with as many GEMM
@@ -86,7 +98,8 @@ struct Executor::Impl {
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
     const ir::Graph& g = program.graph();
-    for (const Node& n : g.nodes()) {
+    for (NodeId id : order) {
+      const Node& n = g.node(id);
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
         case OpKind::Param: values[n.id].view = detail::param_view(params[n.attrs.name]); break;
@@ -147,6 +160,7 @@ struct Executor::Impl {
   // dense [n, d]); parameter-gradient matmuls accumulate into the gradient.
   struct GradPlan {
     std::shared_ptr<const ir::Graph> graph;
+    std::vector<NodeId> order;
     std::vector<bool> folded;
     std::set<std::string> sparse_params;
   };
@@ -174,6 +188,7 @@ struct Executor::Impl {
     plan.folded = passes::foldable_param_matmuls(g);
     for (const Node& n : g.nodes())
       if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = true;
+    plan.order = run_order(g);
     return grads.emplace(loss, std::move(plan)).first->second;
   }
 
@@ -200,7 +215,8 @@ struct Executor::Impl {
     std::vector<Slot>& gv = grad_values;
     sparse.clear();
     for (const std::string& name : plan.sparse_params) sparse[name];
-    for (const Node& n : g.nodes()) {
+    for (NodeId id : plan.order) {
+      const Node& n = g.node(id);
       if (plan.folded[n.id]) continue;
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
@@ -249,6 +265,7 @@ struct Executor::Impl {
   std::vector<Slot> values;
   std::vector<Slot> grad_values;
   std::vector<std::unique_ptr<VertexRunner>> runners;
+  std::vector<NodeId> order;  // of the static graph's nodes (run_order)
   std::unordered_map<NodeId, GradPlan> grads;
   RowSparsity sparse;
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)

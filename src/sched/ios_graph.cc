@@ -146,8 +146,10 @@ std::optional<MergedConv> merge_convs(const std::vector<const CnnNode*>& convs, 
     const auto same = [](const ValueRef& x, const ValueRef& y) {
       return x.node == y.node && x.begin == y.begin && x.end == y.end;
     };
-    if (!std::equal(n->inputs.begin(), n->inputs.end(), a.inputs.begin(), a.inputs.end(),
-                    [&](const Term& x, const Term& y) { return std::equal(x.begin(), x.end(), y.begin(), y.end(), same); }))
+    const auto same_term = [&](const Term& x, const Term& y) {
+      return std::equal(x.begin(), x.end(), y.begin(), y.end(), same);
+    };
+    if (!std::equal(n->inputs.begin(), n->inputs.end(), a.inputs.begin(), a.inputs.end(), same_term))
       return refuse("'", n->name, "' and '", a.name, "' read different inputs");
     for (int d = 0; d < 2; ++d) kmax[d] = std::max(kmax[d], n->kernel[d]);
   }

@@ -14,9 +14,10 @@ using ir::OpKind;
 namespace {
 
 bool is_source(const Node& n) { return ir::has(ir::op_def(n.op).flags, ir::OpFlag::source); }
-// The operators the DP schedules: the GEMMs. Every other node runs as soon
-// as an operator (or the graph's end) needs it.
-bool scheduled(const Node& n) { return n.op == OpKind::MatMul; }
+// The operators the DP schedules: the GEMMs, and in a program's static graph
+// the applies of vertex functions. Every other node runs as soon as an
+// operator (or the graph's end) needs it.
+bool scheduled(const Node& n) { return n.op == OpKind::MatMul || n.op == OpKind::Apply || n.op == OpKind::ApplyGrad; }
 
 // Time of a GEMM call on one core: an overhead, then 2mkn flops at a rate
 // that reaches the peak only for wide outputs (measured on this project's
@@ -24,6 +25,8 @@ bool scheduled(const Node& n) { return n.op == OpKind::MatMul; }
 constexpr double kPeakFlops = 80e9, kHalfRateCols = 64, kGemmOverhead = 2e-6;
 // Any other op: a call overhead and a pass over its output.
 constexpr double kOpOverhead = 0.5e-6, kSecondsPerElement = 0.5e-9;
+// An apply of a vertex function (or its gradient): a stand-in, its cost is the whole batch's.
+constexpr double kApplyTime = 1e-3;
 
 std::vector<NodeId> members(const IrPart& part, OpSet ops) {
   std::vector<NodeId> out;
@@ -101,6 +104,7 @@ double IrCostModel::matmul_time(int64_t m, int64_t k, int64_t n) const {
 double IrCostModel::op_time(NodeId id) const {
   const Node& n = g_.node(id);
   const auto rows_of = [&](const ir::ValueType& t) { return t.rowed ? rows_ : t.fixed_rows(); };
+  if (n.op == OpKind::Apply || n.op == OpKind::ApplyGrad) return kApplyTime;
   if (n.op == OpKind::MatMul) {
     const ir::ValueType &a = g_.node(n.inputs[0]).type, &b = g_.node(n.inputs[1]).type;
     const int64_t m = n.attrs.trans_a ? a.cols() : rows_of(a), k = n.attrs.trans_a ? rows_of(a) : a.cols();
@@ -129,10 +133,12 @@ double IrCostModel::latency(const OpDag&, const Stage& stage) {
 bool IrCostModel::mergeable(const OpDag&, OpSet ops) { return matmuls_mergeable(g_, members(part_, ops)); }
 
 ir::Graph follow_plans(const ir::Graph& g, const std::vector<IrPart>& parts, const std::vector<StagePlan>& plans,
-                       bool slice_param_grads) {
+                       bool slice_param_grads, std::vector<ir::NodeId>* emitted_as) {
   SYLVA_CHECK(parts.size() == plans.size(), "[ios] ", parts.size(), " parts but ", plans.size(), " plans");
   ir::Graph out(g.name(), g.kind(), g.dtype());
-  std::vector<NodeId> map(g.size(), ir::kNoNode);
+  std::vector<NodeId> local_map;
+  std::vector<NodeId>& map = emitted_as ? *emitted_as : local_map;
+  map.assign(g.size(), ir::kNoNode);
   std::vector<uint8_t> done(g.size(), 0);
   // Row-reducing matmuls (Aᵀ·B, a fixed result) read only by slices: each slice becomes Aᵀ·Slice(B).
   std::vector<uint8_t> through(g.size(), 0);
@@ -190,7 +196,8 @@ ir::Graph follow_plans(const ir::Graph& g, const std::vector<IrPart>& parts, con
       }
       const NodeId whole = sliced_whole(g, ms);  // the weights are the column slices of one value, in order
       if (whole != ir::kNoNode) emit(whole, emit);
-      const NodeId cat = whole != ir::kNoNode ? map[static_cast<size_t>(whole)] : out.add(OpKind::Concat, std::move(weights));
+      const NodeId cat =
+          whole != ir::kNoNode ? map[static_cast<size_t>(whole)] : out.add(OpKind::Concat, std::move(weights));
       const NodeId mm = out.add(OpKind::MatMul, {map[static_cast<size_t>(g.node(ms[0]).inputs[0])], cat});
       ir::Attrs cols;
       for (NodeId id : ms) {
@@ -205,10 +212,11 @@ ir::Graph follow_plans(const ir::Graph& g, const std::vector<IrPart>& parts, con
   return out;
 }
 
-PlannedGraph plan_graph(const ir::Graph& g, const Options& options, bool slice_param_grads, int64_t rows) {
-  const std::vector<IrPart> parts = ir_parts(g);
+namespace {
+
+std::vector<StagePlan> plan_parts(const ir::Graph& g, const std::vector<IrPart>& parts, const Options& options,
+                                  int64_t rows, PlannedGraph& out) {
   std::vector<StagePlan> plans;
-  PlannedGraph out{ir::Graph(g.name(), g.kind(), g.dtype())};
   for (const IrPart& part : parts) {
     IrCostModel cost(g, part, rows);
     plans.push_back(schedule(part.dag, cost, options));
@@ -219,8 +227,30 @@ PlannedGraph plan_graph(const ir::Graph& g, const Options& options, bool slice_p
     out.states += plans.back().states;
     out.stages_costed += plans.back().stages_costed;
   }
+  return plans;
+}
+
+}  // namespace
+
+PlannedGraph plan_graph(const ir::Graph& g, const Options& options, bool slice_param_grads, int64_t rows) {
+  const std::vector<IrPart> parts = ir_parts(g);
+  PlannedGraph out{ir::Graph(g.name(), g.kind(), g.dtype())};
+  const std::vector<StagePlan> plans = plan_parts(g, parts, options, rows, out);
   out.graph = follow_plans(g, parts, plans, slice_param_grads);
   return out;
+}
+
+std::vector<NodeId> plan_order(const ir::Graph& g, Options options, int64_t rows) {
+  if (options.variant == Variant::merge) options.variant = Variant::sequential;
+  if (options.variant == Variant::both) options.variant = Variant::parallel;
+  const std::vector<IrPart> parts = ir_parts(g);
+  PlannedGraph stats{ir::Graph(g.name(), g.kind(), g.dtype())};
+  const std::vector<StagePlan> plans = plan_parts(g, parts, options, rows, stats);
+  std::vector<NodeId> emitted_as;
+  follow_plans(g, parts, plans, false, &emitted_as);
+  std::vector<NodeId> order(g.size(), ir::kNoNode);
+  for (size_t id = 0; id < g.size(); ++id) order[static_cast<size_t>(emitted_as[id])] = static_cast<NodeId>(id);
+  return order;
 }
 
 }  // namespace sylva::ios

@@ -140,6 +140,23 @@ TEST(IosIr, PartsFollowTheGraphAndBadPlansAreErrors) {
   EXPECT_CONTAINS(test::error_of([&] { ios::ir_parts(f, 65); }), "1 to 64");
 }
 
+// A program's static graph is reordered, never rewritten: a permutation of its nodes, each after its inputs.
+TEST(IosIr, StaticGraphsFollowAPlanOrder) {
+  PerGateModel m;
+  const ir::Graph& g = m.p.graph();
+  const std::vector<ir::NodeId> order = ios::plan_order(g, {ios::Variant::both, 3, 8});
+  ASSERT_EQ(order.size(), g.size());
+  std::vector<int> at(g.size(), -1);
+  for (size_t k = 0; k < order.size(); ++k) {
+    ASSERT_GE(order[k], 0);
+    ASSERT_LT(static_cast<size_t>(order[k]), g.size());
+    EXPECT_EQ(at[static_cast<size_t>(order[k])], -1) << "node " << order[k] << " twice";
+    at[static_cast<size_t>(order[k])] = static_cast<int>(k);
+  }
+  for (const ir::Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) EXPECT_LT(at[static_cast<size_t>(in)], at[static_cast<size_t>(n.id)]);
+}
+
 struct Outcome {
   double loss;
   std::vector<Tensor> grads;

@@ -62,7 +62,9 @@ struct ExecutorOptions {
   /// analytical CPU model) and re-emitted in the plan's order -- matmuls
   /// that share their left operand and have fixed right operands (gate
   /// matmuls written one per gate) become one matmul over the weights
-  /// concatenated once per minibatch. Read when the executor is built.
+  /// concatenated once per minibatch. The program's static graph and its
+  /// gradient run in their plans' order (reordered, never merged: their
+  /// nodes are the user's Symbols). Read when the executor is built.
   bool ios = true;
   ios::Options ios_options{.variant = ios::Variant::both, .r = 3, .s = 8};
 };

@@ -4,10 +4,11 @@
 // which fusion runs as one pass anyway) is emitted as soon as an operator
 // or the graph's end needs it. Scheduling every node, as IOS does with the
 // convolutions of a CNN, made the DP's states explode on F and ∂F (wide,
-// with dozens of cheap independent nodes): seconds per graph. IOS's merge rule for matmuls (the same left operand, fixed right
-// operands) turns gate matmuls written one per gate into one matmul over
-// concatenated weights; the graph is then re-emitted in the plan's order,
-// which is the order the executor runs it in.
+// with dozens of cheap independent nodes): seconds per graph. IOS's merge
+// rule for matmuls (the same left operand, fixed right operands) turns
+// gate matmuls written one per gate into one matmul over concatenated
+// weights; the graph is then re-emitted in the plan's order, which is the
+// order the executor runs it in.
 //
 // @code
 // ios::PlannedGraph p = ios::plan_graph(*f, {.variant = ios::Variant::both, .r = 3, .s = 8});
@@ -23,7 +24,8 @@
 
 namespace sylva::ios {
 
-/// The operators of `g` IOS schedules (its matmuls), in id order, cut into
+/// The operators of `g` IOS schedules (its matmuls; in a static graph also
+/// the applies of vertex functions and their gradients), in id order, cut into
 /// parts of at most `max_ops` consecutive operators (so no edge runs from a
 /// later part to an earlier). An edge u -> v: v reads u's result, directly
 /// or through other nodes.
@@ -44,7 +46,8 @@ bool matmuls_mergeable(const ir::Graph& g, const std::vector<ir::NodeId>& nodes)
 /// flops at a rate that grows with its output columns (narrow GEMMs run
 /// below peak); any other op an overhead plus its elements. The executor
 /// runs the groups of a concurrent stage one after another (each op already
-/// uses the GEMM threads), so a stage costs the sum of its operators; a
+/// uses the GEMM threads), so a stage costs the sum of its operators (an
+/// apply counts a fixed 1 ms stand-in); a
 /// merged stage is one matmul over the summed columns plus a slice per
 /// member (the concatenated weights are built once per minibatch, outside
 /// the task loop, and not counted).
@@ -75,8 +78,10 @@ class IrCostModel final : public StageCostModel {
 /// emitted as Aᵀ·Slice(B), so each parameter gradient of a merged matmul is
 /// again one product straight into its gradient (lazy batching keeps it out
 /// of the task loop).
+/// `emitted_as`, if given, receives the id each node of `g` got (a merged
+/// member: its slice; a row-reducing product read through slices: none).
 ir::Graph follow_plans(const ir::Graph& g, const std::vector<IrPart>& parts, const std::vector<StagePlan>& plans,
-                       bool slice_param_grads = false);
+                       bool slice_param_grads = false, std::vector<ir::NodeId>* emitted_as = nullptr);
 
 /// What plan_graph did.
 struct PlannedGraph {
@@ -89,5 +94,11 @@ struct PlannedGraph {
 /// ir_parts, schedule each part under IrCostModel, follow_plans.
 PlannedGraph plan_graph(const ir::Graph& g, const Options& options, bool slice_param_grads = false,
                         int64_t rows = 64);
+
+/// The order in which the plan runs the nodes of `g`, without merges (a
+/// program's static graph: its nodes are the user's Symbols, so they are
+/// reordered, never rewritten). IOS-Both plans as IOS-Parallel, IOS-Merge
+/// as Sequential.
+std::vector<ir::NodeId> plan_order(const ir::Graph& g, Options options, int64_t rows = 64);
 
 }  // namespace sylva::ios

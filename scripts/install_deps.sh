@@ -10,7 +10,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build
-  libeigen3-dev nlohmann-json3-dev libdnnl-dev ocl-icd-opencl-dev
+  libeigen3-dev nlohmann-json3-dev libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   git ca-certificates
 )

@@ -1,0 +1,101 @@
+// CoSA's inputs and outputs in Timeloop's v1 YAML formats: a layer (the
+// problem: R S P Q C K N with strides and dilations), an architecture
+// (storage levels, innermost first, and the arithmetic units), a mapspace
+// (which tensors each level keeps or bypasses) and a mapping (per level:
+// temporal and spatial loop factors with their permutations, and the
+// keep/bypass entries). Files are read with yaml-cpp; mappings are written
+// in the exact layout timeloop-model reads (see
+// shared/data/cosa/examples/resnet50_input5_map.yaml).
+//
+// @code
+// cosa::Problem p = cosa::read_problem("workloads/resnet50/_outputs_input.5.yaml");
+// cosa::Arch a = cosa::read_arch("arch/simba.yaml");
+// cosa::Mapping m = cosa::read_mapping("map.yaml");
+// cosa::check_mapping(m, p, a);                       // sylva::Error naming the level and dimension
+// write_file_atomically("out.yaml", cosa::mapping_yaml(m));
+// @endcode
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sylva::cosa {
+
+/// The seven loop dimensions of a convolution layer, in Timeloop's order.
+enum Dim : uint8_t { R, S, P, Q, C, K, N };
+constexpr int kDims = 7;
+constexpr std::array<char, kDims> kDimNames{'R', 'S', 'P', 'Q', 'C', 'K', 'N'};
+/// The three tensors, in Timeloop's order.
+enum Tensor : uint8_t { Weights, Inputs, Outputs };
+constexpr int kTensors = 3;
+const char* tensor_name(int t);
+
+struct Problem {
+  std::string name;  // the file's stem
+  std::array<int64_t, kDims> bounds{};
+  int64_t w_stride = 1, h_stride = 1, w_dilation = 1, h_dilation = 1;
+  int64_t macs() const;
+};
+
+struct Level {
+  std::string name;
+  int64_t entries = 0;    // words per instance; 0: unbounded (DRAM)
+  int64_t instances = 1;  // across the chip
+  int64_t word_bits = 8;
+  int64_t block_size = 1;
+  int64_t cluster_size = 1;
+  double read_bandwidth = 0, write_bandwidth = 0;  // words per cycle; 0: unlimited
+  double multiple_buffering = 1;
+  bool dram = false;
+};
+
+struct Arch {
+  std::string name;
+  int64_t mac_instances = 0, mac_word_bits = 8;
+  std::vector<Level> levels;  // innermost (registers) first, DRAM last
+  /// The level's index; sylva::Error naming the architecture otherwise.
+  int level(const std::string& name) const;
+  /// Spatial fan-out below level i: instances(i - 1) / instances(i), and
+  /// MAC instances / instances(0) for i = 0.
+  int64_t fanout(int i) const;
+};
+
+/// Per level, whether it keeps each tensor (true) or bypasses it.
+struct Mapspace {
+  std::vector<std::array<bool, kTensors>> keep;  // indexed like Arch::levels
+};
+
+/// Loop factors at one level: a temporal loop nest (permutation: innermost
+/// dimension first, as Timeloop writes it) and a spatial fan-out.
+struct LevelMapping {
+  std::array<int64_t, kDims> temporal{1, 1, 1, 1, 1, 1, 1}, spatial{1, 1, 1, 1, 1, 1, 1};
+  std::string temporal_permutation = "RSPQCKN", spatial_permutation = "RSPQCKN";
+  bool has_spatial = false;  // a spatial entry is written for this level
+  std::array<bool, kTensors> keep{true, true, true};
+};
+
+struct Mapping {
+  std::vector<std::string> level_names;  // innermost first
+  std::vector<LevelMapping> levels;
+};
+
+Problem read_problem(const std::string& path);
+Arch read_arch(const std::string& path);
+/// The mapspace's keep/bypass constraints for `arch`; levels it does not
+/// name keep every tensor (DRAM).
+Mapspace read_mapspace(const std::string& path, const Arch& arch);
+Mapping read_mapping(const std::string& path, const Arch& arch);
+/// Parses mapping YAML text (`what` names it in errors).
+Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what = "mapping");
+
+/// The mapping in Timeloop's v1 layout: a temporal entry per level (and a
+/// spatial one where the level has fan-out), then a bypass entry per level.
+std::string mapping_yaml(const Mapping& m);
+
+/// sylva::Error unless every dimension's factors multiply to its bound and
+/// no level's spatial factors exceed its fan-out.
+void check_mapping(const Mapping& m, const Problem& p, const Arch& a);
+
+}  // namespace sylva::cosa

@@ -1,0 +1,300 @@
+// Timeloop v1 YAML for CoSA: reading problems, architectures, mapspaces and
+// mappings (yaml-cpp), writing mappings, checking a mapping's factors.
+#include "sylva/sched/cosa_spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <type_traits>
+#include <sstream>
+
+#include "sylva/core/error.h"
+
+namespace sylva::cosa {
+
+namespace {
+
+// Loads a YAML file; sylva::Error naming it when it is missing or malformed.
+YAML::Node load(const std::string& path) {
+  SYLVA_CHECK(std::filesystem::exists(path), "[cosa] no such file: ", path);
+  try {
+    return YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    SYLVA_THROW("[cosa] ", path, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
+  }
+}
+
+YAML::Node section(const YAML::Node& root, const char* key, const std::string& what, bool list = false) {
+  SYLVA_CHECK(root.IsMap(), "[cosa] ", what, ": expected a map holding '", key, "'");
+  const YAML::Node n = root[key];
+  SYLVA_CHECK(n && (list ? n.IsSequence() : n.IsMap()), "[cosa] ", what, ": no '", key, "' ",
+              list ? "list" : "section");
+  return n;
+}
+
+template <class T>
+T get(const YAML::Node& n, const char* key, const std::string& what, T fallback, bool required) {
+  const YAML::Node v = n[key];
+  if (!v) {
+    SYLVA_CHECK(!required, "[cosa] ", what, ": missing '", key, "'");
+    return fallback;
+  }
+  try {
+    return v.as<T>();
+  } catch (const YAML::Exception&) {
+    SYLVA_THROW("[cosa] ", what, ": '", key, "' is not ", std::is_floating_point_v<T> ? "a number" : "an integer",
+                " (line ", v.Mark().line + 1, ")");
+  }
+}
+
+int dim_index(char c, const std::string& what) {
+  const auto it = std::find(kDimNames.begin(), kDimNames.end(), c);
+  SYLVA_CHECK(it != kDimNames.end(), "[cosa] ", what, ": unknown dimension '", c, "' (R S P Q C K N)");
+  return static_cast<int>(it - kDimNames.begin());
+}
+
+int tensor_index(const std::string& name, const std::string& what) {
+  for (int t = 0; t < kTensors; ++t)
+    if (name == tensor_name(t)) return t;
+  SYLVA_THROW("[cosa] ", what, ": unknown tensor '", name, "' (Weights, Inputs, Outputs)");
+}
+
+// "R=1 S=1 P=7 ..." -> factors (every dimension must appear once).
+std::array<int64_t, kDims> parse_factors(const std::string& text, const std::string& what) {
+  std::array<int64_t, kDims> f{};
+  std::array<bool, kDims> seen{};
+  std::istringstream in(text);
+  std::string item;
+  while (in >> item) {
+    SYLVA_CHECK(item.size() >= 3 && item[1] == '=', "[cosa] ", what, ": factor '", item, "' is not D=n");
+    const int d = dim_index(item[0], what);
+    SYLVA_CHECK(!seen[static_cast<size_t>(d)], "[cosa] ", what, ": dimension ", item[0], " twice");
+    try {
+      size_t used = 0;
+      f[static_cast<size_t>(d)] = std::stoll(item.substr(2), &used);
+      SYLVA_CHECK(used == item.size() - 2 && f[static_cast<size_t>(d)] >= 1, "");
+    } catch (const std::exception&) {
+      SYLVA_THROW("[cosa] ", what, ": factor '", item, "' is not a positive integer");
+    }
+    seen[static_cast<size_t>(d)] = true;
+  }
+  for (int d = 0; d < kDims; ++d)
+    SYLVA_CHECK(seen[static_cast<size_t>(d)], "[cosa] ", what, ": no factor for ", kDimNames[static_cast<size_t>(d)]);
+  return f;
+}
+
+std::string check_permutation(const std::string& p, const std::string& what) {
+  std::string sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  std::string all(kDimNames.begin(), kDimNames.end());
+  std::sort(all.begin(), all.end());
+  SYLVA_CHECK(sorted == all, "[cosa] ", what, ": permutation '", p, "' is not an ordering of RSPQCKN");
+  return p;
+}
+
+std::array<bool, kTensors> keep_of(const YAML::Node& entry, const std::string& what) {
+  std::array<bool, kTensors> keep{true, true, true};
+  for (const char* key : {"keep", "bypass"}) {
+    const YAML::Node list = entry[key];
+    if (!list) continue;
+    SYLVA_CHECK(list.IsSequence(), "[cosa] ", what, ": '", key, "' is not a list");
+    for (const YAML::Node& t : list) keep[static_cast<size_t>(tensor_index(t.as<std::string>(), what))] = *key == 'k';
+  }
+  return keep;
+}
+
+}  // namespace
+
+const char* tensor_name(int t) {
+  static const char* names[] = {"Weights", "Inputs", "Outputs"};
+  SYLVA_CHECK(t >= 0 && t < kTensors, "[cosa] tensor index ", t, " out of range");
+  return names[t];
+}
+
+int64_t Problem::macs() const {
+  int64_t m = 1;
+  for (int64_t b : bounds) m *= b;
+  return m;
+}
+
+int Arch::level(const std::string& n) const {
+  for (size_t i = 0; i < levels.size(); ++i)
+    if (levels[i].name == n) return static_cast<int>(i);
+  SYLVA_THROW("[cosa] architecture '", name, "' has no storage level '", n, "'");
+}
+
+int64_t Arch::fanout(int i) const {
+  SYLVA_CHECK(i >= 0 && i < static_cast<int>(levels.size()), "[cosa] level ", i, " out of range");
+  const int64_t below = i == 0 ? mac_instances : levels[static_cast<size_t>(i - 1)].instances;
+  return below / levels[static_cast<size_t>(i)].instances;
+}
+
+Problem read_problem(const std::string& path) {
+  const YAML::Node root = load(path);
+  const YAML::Node p = section(root, "problem", path);
+  Problem out;
+  out.name = std::filesystem::path(path).stem().string();
+  for (int d = 0; d < kDims; ++d) {
+    const char key[2] = {kDimNames[static_cast<size_t>(d)], '\0'};
+    out.bounds[static_cast<size_t>(d)] = get<int64_t>(p, key, path, 1, true);
+    SYLVA_CHECK(out.bounds[static_cast<size_t>(d)] >= 1, "[cosa] ", path, ": ", key, " must be >= 1");
+  }
+  out.w_stride = get<int64_t>(p, "Wstride", path, 1, false);
+  out.h_stride = get<int64_t>(p, "Hstride", path, 1, false);
+  out.w_dilation = get<int64_t>(p, "Wdilation", path, 1, false);
+  out.h_dilation = get<int64_t>(p, "Hdilation", path, 1, false);
+  for (int64_t v : {out.w_stride, out.h_stride, out.w_dilation, out.h_dilation})
+    SYLVA_CHECK(v >= 1, "[cosa] ", path, ": strides and dilations must be >= 1");
+  return out;
+}
+
+Arch read_arch(const std::string& path) {
+  const YAML::Node root = load(path);
+  const YAML::Node a = section(root, "arch", path);
+  Arch out;
+  out.name = std::filesystem::path(path).stem().string();
+  const YAML::Node arith = section(a, "arithmetic", path);
+  out.mac_instances = get<int64_t>(arith, "instances", path + " arithmetic", 0, true);
+  out.mac_word_bits = get<int64_t>(arith, "word-bits", path + " arithmetic", 8, false);
+  const YAML::Node storage = section(a, "storage", path, true);
+  for (const YAML::Node& s : storage) {
+    Level l;
+    l.name = get<std::string>(s, "name", path + " storage", "", true);
+    const std::string what = path + " level " + l.name;
+    l.dram = get<std::string>(s, "technology", what, "", false) == "DRAM";
+    l.entries = get<int64_t>(s, "entries", what, 0, !l.dram);
+    l.instances = get<int64_t>(s, "instances", what, 1, true);
+    l.word_bits = get<int64_t>(s, "word-bits", what, 8, false);
+    l.block_size = get<int64_t>(s, "block-size", what, 1, false);
+    l.cluster_size = get<int64_t>(s, "cluster-size", what, 1, false);
+    const double bw = get<double>(s, "bandwidth", what, 0.0, false);
+    l.read_bandwidth = get<double>(s, "read_bandwidth", what, bw, false);
+    l.write_bandwidth = get<double>(s, "write_bandwidth", what, bw, false);
+    l.multiple_buffering = get<double>(s, "multiple-buffering", what, 1.0, false);
+    SYLVA_CHECK(l.instances >= 1 && l.entries >= 0, "[cosa] ", what, ": instances must be >= 1, entries >= 0");
+    out.levels.push_back(std::move(l));
+  }
+  SYLVA_CHECK(!out.levels.empty(), "[cosa] ", path, ": no storage levels");
+  for (size_t i = 0; i < out.levels.size(); ++i) {
+    const int64_t below = i == 0 ? out.mac_instances : out.levels[i - 1].instances;
+    SYLVA_CHECK(below % out.levels[i].instances == 0, "[cosa] ", path, ": level ", out.levels[i].name, " has ",
+                out.levels[i].instances, " instances, which do not divide the ", below, " below it");
+  }
+  return out;
+}
+
+Mapspace read_mapspace(const std::string& path, const Arch& arch) {
+  const YAML::Node root = load(path);
+  const YAML::Node ms = section(root, "mapspace", path);
+  const YAML::Node constraints = section(ms, "constraints", path, true);
+  Mapspace out;
+  out.keep.assign(arch.levels.size(), {true, true, true});
+  for (const YAML::Node& c : constraints) {
+    if (get<std::string>(c, "type", path, "", true) != "datatype") continue;
+    const std::string target = get<std::string>(c, "target", path, "", true);
+    out.keep[static_cast<size_t>(arch.level(target))] = keep_of(c, path + " target " + target);
+  }
+  return out;
+}
+
+Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    SYLVA_THROW("[cosa] ", what, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
+  }
+  const YAML::Node entries = section(root, "mapping", what, true);
+  Mapping m;
+  for (const Level& l : arch.levels) m.level_names.push_back(l.name);
+  m.levels.assign(arch.levels.size(), {});
+  std::vector<std::array<bool, 3>> seen(arch.levels.size(), {false, false, false});  // temporal, spatial, bypass
+  for (const YAML::Node& e : entries) {
+    const std::string target = get<std::string>(e, "target", what, "", true);
+    const std::string type = get<std::string>(e, "type", what, "", true);
+    const std::string at = what + " " + target + " " + type;
+    const int i = arch.level(target);
+    LevelMapping& lm = m.levels[static_cast<size_t>(i)];
+    const int kind = type == "temporal" ? 0 : type == "spatial" ? 1 : type == "bypass" ? 2 : -1;
+    SYLVA_CHECK(kind >= 0, "[cosa] ", at, ": type must be temporal, spatial or bypass");
+    SYLVA_CHECK(!seen[static_cast<size_t>(i)][static_cast<size_t>(kind)], "[cosa] ", at, ": given twice");
+    seen[static_cast<size_t>(i)][static_cast<size_t>(kind)] = true;
+    if (kind == 2) {
+      lm.keep = keep_of(e, at);
+      continue;
+    }
+    const auto factors = parse_factors(get<std::string>(e, "factors", at, "", true), at);
+    const std::string perm = check_permutation(get<std::string>(e, "permutation", at, "RSPQCKN", false), at);
+    if (kind == 0) {
+      lm.temporal = factors;
+      lm.temporal_permutation = perm;
+    } else {
+      lm.spatial = factors;
+      lm.spatial_permutation = perm;
+      lm.has_spatial = true;
+    }
+  }
+  return m;
+}
+
+Mapping read_mapping(const std::string& path, const Arch& arch) {
+  SYLVA_CHECK(std::filesystem::exists(path), "[cosa] no such file: ", path);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_mapping(text.str(), arch, path);
+}
+
+std::string mapping_yaml(const Mapping& m) {
+  std::ostringstream os;
+  const auto factors = [&](const std::array<int64_t, kDims>& f) {
+    for (int d = 0; d < kDims; ++d)
+      os << (d ? " " : "") << kDimNames[static_cast<size_t>(d)] << '=' << f[static_cast<size_t>(d)];
+  };
+  os << "mapping:\n";
+  for (size_t i = 0; i < m.levels.size(); ++i) {
+    const LevelMapping& l = m.levels[i];
+    for (int spatial : {1, 0}) {
+      if (spatial && !l.has_spatial) continue;
+      os << "- factors: ";
+      factors(spatial ? l.spatial : l.temporal);
+      os << "\n  permutation: " << (spatial ? l.spatial_permutation : l.temporal_permutation) << "\n  target: "
+         << m.level_names[i] << "\n  type: " << (spatial ? "spatial" : "temporal") << "\n";
+    }
+  }
+  for (size_t i = 0; i < m.levels.size(); ++i) {
+    for (bool keep : {false, true}) {
+      std::vector<const char*> ts;
+      for (int t = 0; t < kTensors; ++t)
+        if (m.levels[i].keep[static_cast<size_t>(t)] == keep) ts.push_back(tensor_name(t));
+      os << (keep ? "  keep:" : "- bypass:");
+      if (ts.empty()) os << " []";
+      os << "\n";
+      for (const char* t : ts) os << "  - " << t << "\n";
+    }
+    os << "  target: " << m.level_names[i] << "\n  type: bypass\n";
+  }
+  return os.str();
+}
+
+void check_mapping(const Mapping& m, const Problem& p, const Arch& a) {
+  SYLVA_CHECK(m.levels.size() == a.levels.size(), "[cosa] the mapping has ", m.levels.size(),
+              " levels but architecture '", a.name, "' has ", a.levels.size());
+  for (int d = 0; d < kDims; ++d) {
+    int64_t prod = 1;
+    for (const LevelMapping& l : m.levels) prod *= l.temporal[static_cast<size_t>(d)] * l.spatial[static_cast<size_t>(d)];
+    SYLVA_CHECK(prod == p.bounds[static_cast<size_t>(d)], "[cosa] mapping of '", p.name, "': the factors of ",
+                kDimNames[static_cast<size_t>(d)], " multiply to ", prod, ", not its bound ",
+                p.bounds[static_cast<size_t>(d)]);
+  }
+  for (size_t i = 0; i < m.levels.size(); ++i) {
+    int64_t fan = 1;
+    for (int64_t f : m.levels[i].spatial) fan *= f;
+    SYLVA_CHECK(fan <= a.fanout(static_cast<int>(i)), "[cosa] mapping of '", p.name, "': level ", a.levels[i].name,
+                " spreads over ", fan, " instances but has a fan-out of ", a.fanout(static_cast<int>(i)));
+  }
+}
+
+}  // namespace sylva::cosa

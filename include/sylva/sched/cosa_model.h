@@ -1,0 +1,51 @@
+// An analytical model of a mapping on a Timeloop-style architecture, for
+// CoSA and its baselines: per level and tensor, the tile a keeping level
+// holds (its utilized capacity), the capacity check, DRAM traffic, compute
+// cycles, and cycles under DRAM bandwidth. Checked against real Timeloop
+// (v3.0.3) on shared/data/cosa/timeloop_golden: see docs/architecture.md,
+// "CoSA". Not modelled yet: energy, on-chip access counts, sliding-window
+// reuse of input halos (Timeloop counts only new rows/columns in some loop
+// orders; this model refetches whole tiles there, overestimating DRAM
+// input traffic).
+//
+// @code
+// cosa::Evaluation e = cosa::evaluate(mapping, problem, arch, mapspace);
+// if (e.valid) std::printf("%lld cycles\n", (long long)e.cycles);
+// else std::puts(e.why.c_str());
+// @endcode
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "sylva/sched/cosa_spec.h"
+
+namespace sylva::cosa {
+
+struct Evaluation {
+  bool valid = true;
+  std::string why;  // the first violated constraint when not valid
+  /// Per level and tensor: words one instance holds (0 where bypassed).
+  std::vector<std::array<int64_t, kTensors>> tile;
+  /// DRAM traffic in words: reads per tensor (Outputs: partial sums read
+  /// back) and Outputs updates (writes).
+  std::array<int64_t, kTensors> dram_reads{};
+  int64_t dram_updates = 0;
+  int64_t compute_cycles = 0;  // temporal iterations per MAC unit
+  int64_t cycles = 0;          // max(compute, DRAM reads / read bandwidth, updates / write bandwidth)
+  double utilization = 0;      // MACs / (cycles x MAC instances)
+};
+
+/// Which of R S P Q C K N index tensor t (Inputs: C N and P Q R S through
+/// the sliding window).
+bool relevant(int tensor, int dim);
+
+/// The mapping's tiles, capacity and fan-out checks, DRAM traffic and
+/// cycles. The keep/bypass choices come from the mapping's bypass entries.
+/// Throws sylva::Error only when the mapping does not fit the problem or
+/// architecture at all (check_mapping); a mapping that fits but overflows a
+/// buffer is returned with valid = false.
+Evaluation evaluate(const Mapping& m, const Problem& p, const Arch& a);
+
+}  // namespace sylva::cosa

@@ -1,0 +1,161 @@
+// The analytical mapping model: tiles and traffic on a hand-computed case,
+// capacity violations, and cycles against real Timeloop on the golden set.
+#include "sylva/sched/cosa_model.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "support/ios_fixture.h"
+#include "support/test_util.h"
+
+namespace sylva::cosa {
+namespace {
+
+// 4 MACs under 4 one-word registers (Weights only), a 64-word buffer
+// (Inputs and Outputs), DRAM at 2 words per cycle.
+const char* kArch = R"(arch:
+  arithmetic:
+    instances: 4
+  storage:
+  - name: Reg
+    entries: 1
+    instances: 4
+  - name: Buf
+    entries: 64
+    instances: 1
+  - name: DRAM
+    technology: DRAM
+    instances: 1
+    bandwidth: 2
+)";
+
+// P=4 Q=1 C=2 K=4 R=3 (stride 1): weights 24 words, inputs 2 x 6 = 12, outputs 16.
+const char* kProblem = "problem:\n  R: 3\n  S: 1\n  P: 4\n  Q: 1\n  C: 2\n  K: 4\n  N: 1\n";
+
+Mapping mapping(const Arch& a) {
+  Mapping m;
+  for (const Level& l : a.levels) m.level_names.push_back(l.name);
+  m.levels.resize(3);
+  m.levels[0].keep = {true, false, false};
+  m.levels[1].keep = {false, true, true};
+  m.levels[1].spatial[K] = 4;  // each register holds one K's weight
+  m.levels[1].has_spatial = true;
+  m.levels[1].temporal[P] = 4;  // innermost at Buf: P (irrelevant to Weights), then R, C
+  m.levels[1].temporal[R] = 3;
+  m.levels[1].temporal[C] = 2;
+  m.levels[1].temporal_permutation = "PRCSQKN";
+  return m;
+}
+
+TEST(CosaModel, TilesTrafficAndCyclesByHand) {
+  test::TempDir dir;
+  const Arch a = read_arch(dir.file("a.yaml", kArch));
+  const Problem p = read_problem(dir.file("p.yaml", kProblem));
+  const Evaluation e = evaluate(mapping(a), p, a);
+  ASSERT_TRUE(e.valid) << e.why;
+  EXPECT_EQ(e.tile[0][Weights], 1);
+  EXPECT_EQ(e.tile[1][Inputs], 2 * 6);   // C=2, width (4-1) + (3-1) + 1
+  EXPECT_EQ(e.tile[1][Outputs], 4 * 4);  // P=4, K=4
+  // Inputs and Outputs live in Buf for the whole layer: read once, written once.
+  EXPECT_EQ(e.dram_reads[Inputs], 12);
+  EXPECT_EQ(e.dram_updates, 16);
+  EXPECT_EQ(e.dram_reads[Outputs], 0);
+  // Weights bypass Buf: each register is refilled per (R, C) step, not per P step
+  // (P is innermost and does not index weights): 6 fills x 4 registers.
+  EXPECT_EQ(e.dram_reads[Weights], 24);
+  EXPECT_EQ(e.compute_cycles, 4 * 3 * 2);
+  EXPECT_EQ(e.cycles, 24);  // compute-bound: DRAM needs (24 + 12) / 2 = 18 cycles to read, 16 / 2 to write
+  // With P outermost instead, weights are refetched for every P: 4x the traffic.
+  Mapping outer = mapping(a);
+  outer.levels[1].temporal_permutation = "RCPSQKN";
+  EXPECT_EQ(evaluate(outer, p, a).dram_reads[Weights], 4 * 24);
+}
+
+TEST(CosaModel, OverfullBuffersAreInvalid) {
+  test::TempDir dir;
+  std::string small = kArch;
+  small.replace(small.find("entries: 64"), 11, "entries: 20");
+  const Arch a = read_arch(dir.file("a.yaml", small));
+  const Evaluation e = evaluate(mapping(a), read_problem(dir.file("p.yaml", kProblem)), a);
+  EXPECT_FALSE(e.valid);
+  EXPECT_CONTAINS(e.why, "level Buf holds tiles of 28 words but has 20 entries");
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  const auto ranks = [](const std::vector<double>& v) {
+    std::vector<size_t> idx(v.size());
+    std::iota(idx.begin(), idx.end(), 0);
+    std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+    std::vector<double> r(v.size());
+    for (size_t i = 0; i < idx.size();) {
+      size_t j = i;
+      while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+      for (size_t k = i; k <= j; ++k) r[idx[k]] = (static_cast<double>(i + j) / 2.0);
+      i = j + 1;
+    }
+    return r;
+  };
+  const std::vector<double> a = ranks(x), b = ranks(y);
+  const double ma = std::accumulate(a.begin(), a.end(), 0.0) / static_cast<double>(a.size());
+  const double mb = std::accumulate(b.begin(), b.end(), 0.0) / static_cast<double>(b.size());
+  double num = 0, da = 0, db = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - ma) * (b[i] - mb);
+    da += (a[i] - ma) * (a[i] - ma);
+    db += (b[i] - mb) * (b[i] - mb);
+  }
+  return num / std::sqrt(da * db);
+}
+
+// Real Timeloop v3.0.3 on 8 ResNet-50 layers x 26 mappings (the golden set).
+TEST(CosaModelData, CyclesAgreeWithTimeloop) {
+  const std::string data = test::data_dir();
+  const std::string golden = data + "/cosa/timeloop_golden";
+  if (data.empty() || !std::filesystem::exists(golden)) GTEST_SKIP() << "no Timeloop golden set: set SYLVA_DATA";
+  const Arch a = read_arch(data + "/cosa/examples/simba_bw20.yaml");
+  std::vector<double> ours, theirs;
+  int exact = 0, capacity_refused = 0, capacity_examples = 0;
+  double worst = 0, sum_err = 0;
+  for (const auto& f : std::filesystem::directory_iterator(golden)) {
+    if (f.path().extension() != ".json") continue;
+    std::ifstream in(f.path());
+    const nlohmann::json j = nlohmann::json::parse(in);
+    const Problem p = read_problem(data + "/cosa/workloads/resnet50/" + j["layer"].get<std::string>());
+    for (const nlohmann::json& rec : j["mappings"]) {
+      const Evaluation e = evaluate(parse_mapping(rec["mapping_yaml"].get<std::string>(), a), p, a);
+      EXPECT_TRUE(e.valid) << f.path() << ": " << e.why;  // Timeloop accepted every one
+      const auto tl = rec["cycles"].get<int64_t>();
+      ours.push_back(static_cast<double>(e.cycles));
+      theirs.push_back(static_cast<double>(tl));
+      exact += e.cycles == tl;
+      const double err = std::abs(static_cast<double>(e.cycles - tl)) / static_cast<double>(tl);
+      worst = std::max(worst, err);
+      sum_err += err;
+    }
+    for (const nlohmann::json& bad : j["invalid_examples"]) {
+      if (bad["error"].get<std::string>().find("exceeds buffer capacity") == std::string::npos) continue;
+      ++capacity_examples;
+      const Mapping m = parse_mapping(bad["mapping_yaml"].get<std::string>(), a);
+      capacity_refused += !evaluate(m, p, a).valid;
+    }
+  }
+  ASSERT_GE(ours.size(), 200u);
+  const double rho = spearman(ours, theirs), mean_err = sum_err / static_cast<double>(ours.size());
+  std::printf("[cosa model vs Timeloop] %zu mappings: %d exact, Spearman %.4f, mean |error| %.3f%%, worst %.1f%%; "
+              "%d/%d capacity violations refused\n",
+              ours.size(), exact, rho, 100 * mean_err, 100 * worst, capacity_refused, capacity_examples);
+  EXPECT_GE(rho, 0.99);
+  EXPECT_LE(mean_err, 0.01);
+  EXPECT_GE(exact, static_cast<int>(ours.size() * 8 / 10));
+  EXPECT_EQ(capacity_refused, capacity_examples);
+}
+
+}  // namespace
+}  // namespace sylva::cosa

@@ -11,6 +11,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build
   libeigen3-dev nlohmann-json3-dev libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev
+  coinor-libcbc-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   git ca-certificates
 )

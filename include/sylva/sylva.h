@@ -32,7 +32,9 @@
 
 // sched
 #include "sylva/sched/ios.h"
+#include "sylva/sched/cosa.h"
 #include "sylva/sched/ios_graph.h"
+#include "sylva/sched/ios_ir.h"
 
 // backend
 #include "sylva/backend/backend.h"

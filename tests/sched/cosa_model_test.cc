@@ -12,6 +12,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "support/cosa_fixture.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 
@@ -20,21 +21,7 @@ namespace {
 
 // 4 MACs under 4 one-word registers (Weights only), a 64-word buffer
 // (Inputs and Outputs), DRAM at 2 words per cycle.
-const char* kArch = R"(arch:
-  arithmetic:
-    instances: 4
-  storage:
-  - name: Reg
-    entries: 1
-    instances: 4
-  - name: Buf
-    entries: 64
-    instances: 1
-  - name: DRAM
-    technology: DRAM
-    instances: 1
-    bandwidth: 2
-)";
+const std::string kArch = test::tiny_cosa_arch(64);
 
 // P=4 Q=1 C=2 K=4 R=3 (stride 1): weights 24 words, inputs 2 x 6 = 12, outputs 16.
 const char* kProblem = "problem:\n  R: 3\n  S: 1\n  P: 4\n  Q: 1\n  C: 2\n  K: 4\n  N: 1\n";

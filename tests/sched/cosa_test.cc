@@ -1,0 +1,105 @@
+// CoSA's MIP: optimal for its own objective on a tiny layer (all 64
+// placements enumerated), valid mappings on real layers.
+#include "sylva/sched/cosa.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "support/cosa_fixture.h"
+#include "support/ios_fixture.h"
+#include "support/test_util.h"
+
+namespace sylva::cosa {
+namespace {
+
+const std::string kArch = test::tiny_cosa_arch(8);
+
+TEST(Cosa, PrimeFactors) {
+  EXPECT_EQ(prime_factors(1), std::vector<int64_t>{});
+  EXPECT_EQ(prime_factors(56), (std::vector<int64_t>{2, 2, 2, 7}));
+  EXPECT_EQ(prime_factors(97), std::vector<int64_t>{97});
+  EXPECT_CONTAINS(test::error_of([] { prime_factors(0); }), "cannot factor 0");
+}
+
+// P = C = K = 2: three factors, four places each (Reg temporal, Buf
+// temporal, Buf spatial, DRAM temporal): 64 mappings.
+TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
+  test::TempDir dir;
+  const Arch a = read_arch(dir.file("a.yaml", kArch));
+  Problem p;
+  p.name = "tiny";
+  p.bounds = {1, 1, 2, 1, 2, 2, 1};
+  Mapspace ms;
+  ms.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+  for (const ObjectiveWeights w : {ObjectiveWeights{}, ObjectiveWeights{0.5, 1, 2}, ObjectiveWeights{2, 0.1, 1}}) {
+    const Result r = schedule(p, a, ms, w);
+    EXPECT_TRUE(r.evaluation.valid) << r.evaluation.why;
+    bool feasible = false;
+    EXPECT_NEAR(mip_objective(r.mapping, p, a, ms, w, &feasible), r.objective, 1e-6);
+    EXPECT_TRUE(feasible);
+    double best = INFINITY;
+    int candidates = 0, valid = 0;
+    const int dims[] = {P, C, K};
+    for (int code = 0; code < 64; ++code) {
+      Mapping m = r.mapping;  // names, keep, permutations
+      for (LevelMapping& l : m.levels) l.temporal = l.spatial = {1, 1, 1, 1, 1, 1, 1};
+      for (int f = 0; f < 3; ++f) {
+        const int place = code >> (2 * f) & 3, d = dims[f];
+        if (place == 0) m.levels[0].temporal[static_cast<size_t>(d)] = 2;
+        if (place == 1) m.levels[1].temporal[static_cast<size_t>(d)] = 2;
+        if (place == 2) m.levels[1].spatial[static_cast<size_t>(d)] = 2;
+        if (place == 3) m.levels[2].temporal[static_cast<size_t>(d)] = 2;
+      }
+      ++candidates;
+      bool ok = false;
+      const double o = mip_objective(m, p, a, ms, w, &ok);
+      if (!ok) continue;
+      ++valid;
+      best = std::min(best, o);
+      EXPECT_TRUE(evaluate(m, p, a).valid) << "the MIP's constraints admit a mapping the model refuses, code " << code;
+    }
+    EXPECT_EQ(candidates, 64);
+    EXPECT_GT(valid, 1);
+    EXPECT_LT(valid, 64);  // the buffer of 8 words rules some out
+    EXPECT_NEAR(r.objective, best, 1e-6);
+  }
+}
+
+TEST(Cosa, ImpossibleLayersAreErrors) {
+  test::TempDir dir;
+  std::string tiny = kArch;
+  tiny.replace(tiny.find("entries: 8"), 10, "entries: 0");
+  const Arch a = read_arch(dir.file("a.yaml", tiny));
+  Problem p;
+  p.name = "any";
+  p.bounds = {1, 1, 2, 1, 2, 2, 1};
+  Mapspace ms;
+  ms.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+  EXPECT_CONTAINS(test::error_of([&] { schedule(p, a, ms); }), "infeasible");
+  ms.keep[1] = {false, false, true};
+  ms.keep[0] = {true, false, false};
+  EXPECT_CONTAINS(test::error_of([&] { schedule(p, a, ms); }), "keeps Inputs in no level inside DRAM");
+}
+
+TEST(CosaData, ResNet50LayersGetValidMappings) {
+  const std::string data = test::data_dir();
+  const std::string cosa = data + "/cosa";
+  if (data.empty() || !std::filesystem::exists(cosa)) GTEST_SKIP() << "no CoSA data: set SYLVA_DATA";
+  const Arch a = read_arch(cosa + "/arch/simba.yaml");
+  const Mapspace ms = read_mapspace(cosa + "/mapspace/mapspace.yaml", a);
+  // The 7x7 and 3x3 layers take CBC 10-20 s each: they are in cosa_slow_test.cc.
+  for (const char* layer : {"_outputs_input.5", "_outputs_input.40", "_outputs_input.128", "_outputs_3356"}) {
+    const Problem p = read_problem(cosa + "/workloads/resnet50/" + layer + ".yaml");
+    const Result r = schedule(p, a, ms);
+    EXPECT_TRUE(r.evaluation.valid) << layer << ": " << r.evaluation.why;
+    EXPECT_NO_THROW(check_mapping(r.mapping, p, a));
+    std::printf("[cosa] %s: %lld cycles (compute %lld), utilization %.3f, %d variables, %.3f s\n", layer,
+                static_cast<long long>(r.evaluation.cycles), static_cast<long long>(r.evaluation.compute_cycles),
+                r.evaluation.utilization, r.variables, r.solve_seconds);
+  }
+}
+
+}  // namespace
+}  // namespace sylva::cosa

@@ -33,14 +33,8 @@ Mapspace mapspace_or_default(const std::string& path, const Arch& a) {
 // A random mapping: every prime factor to a random level (spatially where
 // the level fans out, with probability 1/2), random loop orders.
 Mapping random_mapping(const Problem& p, const Arch& a, const Mapspace& ms, std::mt19937_64& rng) {
-  Mapping m;
-  for (const Level& l : a.levels) m.level_names.push_back(l.name);
-  m.levels.assign(a.levels.size(), {});
-  for (size_t i = 0; i < a.levels.size(); ++i) {
-    m.levels[i].keep = ms.keep[i];
-    m.levels[i].has_spatial = a.fanout(static_cast<int>(i)) > 1;
-    std::shuffle(m.levels[i].temporal_permutation.begin(), m.levels[i].temporal_permutation.end(), rng);
-  }
+  Mapping m = blank_mapping(a, ms);
+  for (LevelMapping& l : m.levels) std::shuffle(l.temporal_permutation.begin(), l.temporal_permutation.end(), rng);
   std::uniform_int_distribution<size_t> level(0, a.levels.size() - 1);
   for (int d = 0; d < kDims; ++d)
     for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(d)])) {

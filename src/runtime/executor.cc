@@ -323,16 +323,24 @@ const ExecutorOptions& Executor::options() const { return impl_->options; }
 void Executor::set_policy(BatchingPolicy p) { impl_->options.policy = p; }
 void Executor::set_observer(Observer obs) { impl_->observer = std::move(obs); }
 
-const ir::Graph& Executor::vertex_function(Symbol apply) const {
-  SYLVA_CHECK(apply.graph() == &impl_->program.graph() && impl_->runners.at(apply.id()),
+namespace {
+
+VertexRunner& runner_of(const Program& program, const std::vector<std::unique_ptr<VertexRunner>>& runners,
+                        Symbol apply) {
+  SYLVA_CHECK(apply.graph() == &program.graph() && apply.id() >= 0 &&
+                  static_cast<size_t>(apply.id()) < runners.size() && runners[static_cast<size_t>(apply.id())],
               "[executor] symbol is not an apply of this program");
-  return impl_->runners[apply.id()]->graph();
+  return *runners[static_cast<size_t>(apply.id())];
+}
+
+}  // namespace
+
+const ir::Graph& Executor::vertex_function(Symbol apply) const {
+  return runner_of(impl_->program, impl_->runners, apply).graph();
 }
 
 const ir::Graph& Executor::vertex_gradient(Symbol apply) const {
-  SYLVA_CHECK(apply.graph() == &impl_->program.graph() && impl_->runners.at(apply.id()),
-              "[executor] symbol is not an apply of this program");
-  return impl_->runners[apply.id()]->grad_graph();
+  return runner_of(impl_->program, impl_->runners, apply).grad_graph();
 }
 
 size_t Executor::allocations() const {

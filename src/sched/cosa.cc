@@ -205,13 +205,7 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   out.variables = cols;
   out.constraints = static_cast<int>(row_lo.size());
   out.objective = model.getObjValue();
-  Mapping& m = out.mapping;
-  for (const Level& l : a.levels) m.level_names.push_back(l.name);
-  m.levels.assign(a.levels.size(), {});
-  for (size_t i = 0; i < a.levels.size(); ++i) {
-    m.levels[i].keep = ms.keep[i];
-    m.levels[i].has_spatial = a.fanout(static_cast<int>(i)) > 1;
-  }
+  Mapping& m = out.mapping = blank_mapping(a, ms);
   for (size_t f = 0; f < factors.size(); ++f) {
     int placed = 0;
     for (int s = 0; s < S; ++s) {

@@ -131,6 +131,19 @@ int64_t Arch::fanout(int i) const {
   return below / levels[static_cast<size_t>(i)].instances;
 }
 
+Mapping blank_mapping(const Arch& a, const Mapspace& ms) {
+  SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
+              a.levels.size());
+  Mapping m;
+  for (const Level& l : a.levels) m.level_names.push_back(l.name);
+  m.levels.assign(a.levels.size(), {});
+  for (size_t i = 0; i < a.levels.size(); ++i) {
+    m.levels[i].keep = ms.keep[i];
+    m.levels[i].has_spatial = a.fanout(static_cast<int>(i)) > 1;
+  }
+  return m;
+}
+
 Problem read_problem(const std::string& path) {
   const YAML::Node root = load(path);
   const YAML::Node p = section(root, "problem", path);

@@ -27,11 +27,9 @@ const std::string kArch = test::tiny_cosa_arch(64);
 const char* kProblem = "problem:\n  R: 3\n  S: 1\n  P: 4\n  Q: 1\n  C: 2\n  K: 4\n  N: 1\n";
 
 Mapping mapping(const Arch& a) {
-  Mapping m;
-  for (const Level& l : a.levels) m.level_names.push_back(l.name);
-  m.levels.resize(3);
-  m.levels[0].keep = {true, false, false};
-  m.levels[1].keep = {false, true, true};
+  Mapspace ms;
+  ms.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+  Mapping m = blank_mapping(a, ms);
   m.levels[1].spatial[K] = 4;  // each register holds one K's weight
   m.levels[1].has_spatial = true;
   m.levels[1].temporal[P] = 4;  // innermost at Buf: P (irrelevant to Weights), then R, C

@@ -81,6 +81,10 @@ struct Mapping {
   std::vector<LevelMapping> levels;
 };
 
+/// A mapping of `a` with every factor 1: level names, keep/bypass from
+/// `ms`, a spatial entry where a level fans out, default loop orders.
+Mapping blank_mapping(const Arch& a, const Mapspace& ms);
+
 Problem read_problem(const std::string& path);
 Arch read_arch(const std::string& path);
 /// The mapspace's keep/bypass constraints for `arch`; levels it does not

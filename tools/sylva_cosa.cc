@@ -1,7 +1,7 @@
 // sylva-cosa: CoSA's one-shot MIP schedule of a layer, the analytical model
 // of any mapping, random-search baselines, and a whole network's table.
 //
-//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--weights u,c,t] -o map.yaml
+//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--weights u,c,t,l] -o map.yaml
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
 //   sylva-cosa search --algo random --arch A --problem P [--mapspace M] [--valid 5] [--seed 1] [-o map.yaml]
 //   sylva-cosa batch --arch A --layers net/layers.yaml [--mapspace M] [--random-valid 5] [--best-of 1000]
@@ -10,8 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <random>
 
 #include "sylva/core/error.h"
@@ -94,8 +92,8 @@ void print(const char* what, const Evaluation& e, double seconds) {
 ObjectiveWeights parse_weights(const std::string& text) {
   ObjectiveWeights w;
   if (text.empty()) return w;
-  SYLVA_CHECK(std::sscanf(text.c_str(), "%lf,%lf,%lf", &w.utilization, &w.compute, &w.traffic) == 3,
-              "[sylva-cosa] --weights is utilization,compute,traffic (e.g. 1,1,1), got '", text, "'");
+  SYLVA_CHECK(std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf", &w.utilization, &w.compute, &w.traffic, &w.latency) == 4,
+              "[sylva-cosa] --weights is utilization,compute,traffic,latency (e.g. 1,1,1,1), got '", text, "'");
   return w;
 }
 
@@ -115,7 +113,7 @@ int main(int argc, char** argv) {
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
   sched->add_option("--problem", problem, "layer YAML")->required();
-  sched->add_option("--weights", weights, "objective weights utilization,compute,traffic (default 1,1,1)");
+  sched->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)");
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
   common(eval);
@@ -132,7 +130,7 @@ int main(int argc, char** argv) {
   CLI::App* batch = app.add_subcommand("batch", "CoSA and random search over a network's layers.yaml");
   common(batch);
   batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required();
-  batch->add_option("--weights", weights, "objective weights utilization,compute,traffic");
+  batch->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency");
   batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->capture_default_str();
   batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
       ->capture_default_str();
@@ -159,16 +157,12 @@ int main(int argc, char** argv) {
       print(p.name.c_str(), s.evaluation, s.seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(s.mapping));
     } else if (*batch) {
-      const std::filesystem::path dir = std::filesystem::path(layers).parent_path();
-      std::ifstream list(layers);
-      SYLVA_CHECK(list, "[sylva-cosa] cannot read ", layers);
       std::printf("%-22s %12s %8s %12s %8s %12s %8s %9s %9s\n", "layer", "CoSA cycles", "CoSA s", "random-5",
                   "rand s", "best-1000", "b1000 s", "vs rand5", "vs b1000");
       double log_sum = 0, log_sum_best = 0, cosa_s = 0, rand_s = 0, best_s = 0;
       int n = 0;
-      for (std::string line; std::getline(list, line);) {
-        if (line.rfind("- ", 0) != 0) continue;
-        const Problem p = read_problem((dir / (line.substr(2) + ".yaml")).string());
+      for (const std::string& file : read_layer_list(layers)) {
+        const Problem p = read_problem(file);
         const Result r = schedule(p, a, ms, parse_weights(weights));
         const Searched s = random_search(p, a, ms, valid, seed);
         const Searched b = random_search(p, a, ms, best_of, seed + 1);

@@ -21,9 +21,14 @@ namespace {
 
 constexpr double kEps = 1e-9;  // slack on log-form right-hand sides (rounding of exact fits)
 
+// A group of identical prime factors of one dimension: one MIP variable per
+// place counts how many of its copies sit there (the paper's binaries
+// without their symmetric solutions).
 struct Factor {
   int dim;
+  int64_t value;
   double log_value;
+  int copies;
 };
 
 // A place for a factor: a level, temporal or spatial.
@@ -41,16 +46,6 @@ std::array<int, kTensors> keepers(const Arch& a, const Mapspace& ms) {
       if (ms.keep[static_cast<size_t>(i)][t]) c[t] = i;
   for (int t = 0; t < kTensors; ++t)
     SYLVA_CHECK(c[t] >= 0, "[cosa] the mapspace keeps ", tensor_name(t), " in no level inside DRAM");
-  return c;
-}
-
-// The objective coefficient of one unit of log-factor of dimension j placed at `s`.
-double coefficient(int j, const Slot& s, const std::array<int, kTensors>& keeper, const ObjectiveWeights& w) {
-  double c = s.spatial ? -w.utilization : w.compute;
-  for (int t = 0; t < kTensors; ++t) {
-    const bool inside = s.level <= keeper[t];
-    if ((inside && relevant(t, j)) || (!inside && (!s.spatial || relevant(t, j)))) c += w.traffic;
-  }
   return c;
 }
 
@@ -75,6 +70,48 @@ std::vector<Slot> slots_of(const Arch& a) {
     if (a.fanout(i) > 1) s.push_back({i, true});
   }
   return s;
+}
+
+// What the MIP and mip_objective share: the factor groups, the places,
+// each tensor's keeper just inside DRAM, and which placements refetch a
+// tensor from DRAM.
+struct Layout {
+  const Problem& p;
+  const Arch& a;
+  std::vector<Factor> factors;
+  std::vector<Slot> slots;
+  std::array<int, kTensors> keeper;
+  int lowest_keeper;
+
+  Layout(const Problem& problem, const Arch& arch, const Mapspace& ms)
+      : p(problem), a(arch), slots(slots_of(arch)), keeper(keepers(arch, ms)) {
+    lowest_keeper = *std::min_element(keeper.begin(), keeper.end());
+    for (int j = 0; j < kDims; ++j)
+      for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(j)])) {
+        if (!factors.empty() && factors.back().dim == j && factors.back().value == q) ++factors.back().copies;
+        else factors.push_back({j, q, std::log(static_cast<double>(q)), 1});
+      }
+  }
+
+  // Whether a factor of dimension j at `s` multiplies t's DRAM traffic
+  // before reuse: inside the keeper when it indexes t (the tile), above it
+  // when temporal (refetches, unless reused through the loop order) or when
+  // spatial and indexing t (distinct copies; the rest is multicast). The
+  // factors indexing t count once wherever they sit.
+  bool refetches(int t, int j, const Slot& s) const {
+    return s.level <= keeper[t] ? relevant(t, j) : (!s.spatial || relevant(t, j));
+  }
+  double bandwidth(int t) const {
+    return t == Outputs ? a.levels.back().write_bandwidth : a.levels.back().read_bandwidth;
+  }
+  double traffic_constant(int t) const { return t == Inputs ? inputs_window_log(p) : 0.0; }
+};
+
+// A level's loop order with the loops that do not index t innermost.
+std::string innermost_first(int t) {
+  std::string inner, outer;
+  for (int d = 0; d < kDims; ++d) (relevant(t, d) ? outer : inner) += kDimNames[static_cast<size_t>(d)];
+  return inner + outer;
 }
 
 // Loop orders of the levels above the innermost keeper: per level, from the
@@ -124,73 +161,158 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   const auto t0 = std::chrono::steady_clock::now();
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
               a.levels.size());
-  SYLVA_CHECK(w.utilization >= 0 && w.compute >= 0 && w.traffic >= 0, "[cosa] objective weights must be >= 0");
-  const std::array<int, kTensors> keeper = keepers(a, ms);
-  // Identical prime factors of one dimension are interchangeable: one
-  // integer variable per (factor group, place) counts how many copies sit
-  // there (the binaries of the paper, without their symmetric solutions).
-  std::vector<Factor> factors;  // one per group
-  std::vector<int> copies;
-  for (int j = 0; j < kDims; ++j)
-    for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(j)])) {
-      const double lq = std::log(static_cast<double>(q));
-      if (!factors.empty() && factors.back().dim == j && factors.back().log_value == lq) {
-        ++copies.back();
-      } else {
-        factors.push_back({j, lq});
-        copies.push_back(1);
-      }
-    }
-  const std::vector<Slot> slots = slots_of(a);
+  SYLVA_CHECK(w.utilization >= 0 && w.compute >= 0 && w.traffic >= 0 && w.latency >= 0,
+              "[cosa] objective weights must be >= 0");
+  const Layout lay(p, a, ms);
+  const std::vector<Factor>& factors = lay.factors;
+  const std::vector<Slot>& slots = lay.slots;
   const int S = static_cast<int>(slots.size());
-  const int cols = static_cast<int>(factors.size()) * S;
-  const auto var = [&](size_t f, int s) { return static_cast<int>(f) * S + s; };
+  const int L = static_cast<int>(a.levels.size());
 
-  std::vector<double> obj(static_cast<size_t>(cols)), lo(static_cast<size_t>(cols), 0.0), hi(static_cast<size_t>(cols));
+  // Columns: x[f][s] (integer copies of factor group f at place s), then the
+  // loop-order columns of the levels above the keepers: z[i][t] (binary: level
+  // i's loops that do not index t are its innermost), moving[t][i] (binary:
+  // a loop indexing t iterates at a level between t's keeper and i),
+  // reused[t][i][f] (continuous: copies of f at level i that do not refetch
+  // t), and y (the log of the cycle bound).
+  std::vector<double> obj, lo, hi;
+  std::vector<bool> integer;
+  const auto column = [&](double c, double l, double h, bool is_int) {
+    obj.push_back(c);
+    lo.push_back(l);
+    hi.push_back(h);
+    integer.push_back(is_int);
+    return static_cast<int>(obj.size()) - 1;
+  };
+  std::vector<int> x(factors.size() * static_cast<size_t>(S));
   for (size_t f = 0; f < factors.size(); ++f)
     for (int s = 0; s < S; ++s) {
-      obj[static_cast<size_t>(var(f, s))] =
-          factors[f].log_value * coefficient(factors[f].dim, slots[static_cast<size_t>(s)], keeper, w);
-      hi[static_cast<size_t>(var(f, s))] = copies[f];
+      const Slot& sl = slots[static_cast<size_t>(s)];
+      double c = (sl.spatial ? -w.utilization : w.compute);
+      for (int t = 0; t < kTensors; ++t) c += w.traffic * lay.refetches(t, factors[f].dim, sl);
+      x[f * static_cast<size_t>(S) + static_cast<size_t>(s)] = column(factors[f].log_value * c, 0, factors[f].copies, true);
     }
+  const auto X = [&](size_t f, int s) { return x[f * static_cast<size_t>(S) + static_cast<size_t>(s)]; };
+  const auto temporal_slot = [&](int level) {
+    for (int s = 0; s < S; ++s)
+      if (slots[static_cast<size_t>(s)].level == level && !slots[static_cast<size_t>(s)].spatial) return s;
+    SYLVA_THROW("[cosa] level ", level, " has no temporal slot");
+  };
 
   CoinPackedMatrix rows(false, 0, 0);
-  rows.setDimensions(0, cols);
   std::vector<double> row_lo, row_hi;
-  const auto add_row = [&](const CoinPackedVector& r, double l, double h) {
-    rows.appendRow(r);
+  std::vector<CoinPackedVector> pending;
+  const auto add_row = [&](CoinPackedVector r, double l, double h) {
+    pending.push_back(std::move(r));
     row_lo.push_back(l);
     row_hi.push_back(h);
   };
   // Each factor placed exactly once.
   for (size_t f = 0; f < factors.size(); ++f) {
     CoinPackedVector r;
-    for (int s = 0; s < S; ++s) r.insert(var(f, s), 1.0);
-    add_row(r, copies[f], copies[f]);
+    for (int s = 0; s < S; ++s) r.insert(X(f, s), 1.0);
+    add_row(r, factors[f].copies, factors[f].copies);
   }
   // Spatial factors of a level within its fan-out.
   for (int s = 0; s < S; ++s) {
     if (!slots[static_cast<size_t>(s)].spatial) continue;
     CoinPackedVector r;
-    for (size_t f = 0; f < factors.size(); ++f) r.insert(var(f, s), factors[f].log_value);
+    for (size_t f = 0; f < factors.size(); ++f) r.insert(X(f, s), factors[f].log_value);
     add_row(r, -COIN_DBL_MAX, std::log(static_cast<double>(a.fanout(slots[static_cast<size_t>(s)].level))) + kEps);
   }
   // Each kept tensor's tile within its share of the level.
-  for (int i = 0; i + 1 < static_cast<int>(a.levels.size()); ++i)
+  for (int i = 0; i + 1 < L; ++i)
     for (int t = 0; t < kTensors; ++t) {
       if (!ms.keep[static_cast<size_t>(i)][t]) continue;
       CoinPackedVector r;
       for (size_t f = 0; f < factors.size(); ++f)
         for (int s = 0; s < S; ++s)
           if (slots[static_cast<size_t>(s)].level <= i && relevant(t, factors[f].dim))
-            r.insert(var(f, s), factors[f].log_value);
+            r.insert(X(f, s), factors[f].log_value);
       const double constant = t == Inputs ? inputs_window_log(p) : 0.0;
       add_row(r, -COIN_DBL_MAX, log_capacity(a, ms, i) - constant + kEps);
     }
+  // Reuse through loop order.
+  std::vector<std::array<int, kTensors>> z(static_cast<size_t>(L), {-1, -1, -1});
+  std::array<std::vector<int>, kTensors> moving;
+  std::array<std::vector<std::pair<size_t, int>>, kTensors> reused;  // (factor, column) per tensor
+  std::array<std::vector<int>, kTensors> reused_level;
+  for (int i = lay.lowest_keeper + 1; i < L; ++i) {
+    CoinPackedVector one;
+    for (int t = 0; t < kTensors; ++t)
+      if (i > lay.keeper[t]) one.insert(z[static_cast<size_t>(i)][t] = column(0, 0, 1, true), 1.0);
+    add_row(one, -COIN_DBL_MAX, 1.0);
+  }
+  for (int t = 0; t < kTensors; ++t) {
+    moving[t].assign(static_cast<size_t>(L), -1);
+    for (int i = lay.keeper[t] + 1; i + 1 < L; ++i) {
+      const int mv = moving[t][static_cast<size_t>(i)] = column(0, 0, 1, true);
+      if (i > lay.keeper[t] + 1) {
+        CoinPackedVector r;  // moving[i] >= moving[i - 1]
+        r.insert(mv, 1.0);
+        r.insert(moving[t][static_cast<size_t>(i - 1)], -1.0);
+        add_row(r, 0, COIN_DBL_MAX);
+      }
+      for (size_t f = 0; f < factors.size(); ++f) {
+        if (!relevant(t, factors[f].dim)) continue;
+        CoinPackedVector r;  // copies x moving[i] >= x[f][i temporal]
+        r.insert(mv, factors[f].copies);
+        r.insert(X(f, temporal_slot(i)), -1.0);
+        add_row(r, 0, COIN_DBL_MAX);
+      }
+    }
+    for (int i = lay.keeper[t] + 1; i < L; ++i)
+      for (size_t f = 0; f < factors.size(); ++f) {
+        if (relevant(t, factors[f].dim)) continue;
+        const double cap = factors[f].copies;
+        const int u = column(-w.traffic * factors[f].log_value, 0, cap, false);
+        reused[t].push_back({f, u});
+        reused_level[t].push_back(i);
+        CoinPackedVector le_x, le_z;
+        le_x.insert(u, 1.0);
+        le_x.insert(X(f, temporal_slot(i)), -1.0);
+        add_row(le_x, -COIN_DBL_MAX, 0);
+        le_z.insert(u, 1.0);
+        le_z.insert(z[static_cast<size_t>(i)][t], -cap);
+        add_row(le_z, -COIN_DBL_MAX, 0);
+        if (i > lay.keeper[t] + 1) {
+          CoinPackedVector le_mv;  // reused <= copies x (1 - moving[i - 1])
+          le_mv.insert(u, 1.0);
+          le_mv.insert(moving[t][static_cast<size_t>(i - 1)], cap);
+          add_row(le_mv, -COIN_DBL_MAX, cap);
+        }
+      }
+  }
+  // y >= log compute cycles, y >= log DRAM traffic of each tensor - log bandwidth.
+  if (w.latency > 0) {
+    const int y = column(w.latency, -COIN_DBL_MAX, COIN_DBL_MAX, false);
+    CoinPackedVector compute;
+    compute.insert(y, 1.0);
+    for (size_t f = 0; f < factors.size(); ++f)
+      for (int s = 0; s < S; ++s)
+        if (!slots[static_cast<size_t>(s)].spatial) compute.insert(X(f, s), -factors[f].log_value);
+    add_row(compute, 0, COIN_DBL_MAX);
+    for (int t = 0; t < kTensors; ++t) {
+      const double bw = lay.bandwidth(t);
+      if (bw <= 0) continue;
+      CoinPackedVector r;
+      r.insert(y, 1.0);
+      for (size_t f = 0; f < factors.size(); ++f)
+        for (int s = 0; s < S; ++s)
+          if (lay.refetches(t, factors[f].dim, slots[static_cast<size_t>(s)]))
+            r.insert(X(f, s), -factors[f].log_value);
+      for (const auto& [f, u] : reused[t]) r.insert(u, factors[f].log_value);
+      add_row(r, lay.traffic_constant(t) - std::log(bw), COIN_DBL_MAX);
+    }
+  }
 
+  const int cols = static_cast<int>(obj.size());
+  rows.setDimensions(0, cols);
+  for (const CoinPackedVector& r : pending) rows.appendRow(r);
   OsiClpSolverInterface solver;
   solver.loadProblem(rows, lo.data(), hi.data(), obj.data(), row_lo.data(), row_hi.data());
-  for (int c = 0; c < cols; ++c) solver.setInteger(c);
+  for (int c = 0; c < cols; ++c)
+    if (integer[static_cast<size_t>(c)]) solver.setInteger(c);
   solver.messageHandler()->setLogLevel(0);
   CbcModel model(solver);
   model.setLogLevel(0);
@@ -199,7 +321,7 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   SYLVA_CHECK(model.isProvenOptimal() && model.bestSolution(), "[cosa] CBC found no mapping for '", p.name, "' on '",
               a.name, "': ", model.isProvenInfeasible() ? "infeasible (a buffer too small for any tiling?)"
                                                          : "stopped without a proven optimum");
-  const double* x = model.bestSolution();
+  const double* sol = model.bestSolution();
 
   Result out;
   out.variables = cols;
@@ -209,17 +331,22 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   for (size_t f = 0; f < factors.size(); ++f) {
     int placed = 0;
     for (int s = 0; s < S; ++s) {
-      const auto n = static_cast<int>(std::llround(x[var(f, s)]));
+      const auto n = static_cast<int>(std::llround(sol[X(f, s)]));
       const Slot& sl = slots[static_cast<size_t>(s)];
       auto& target = sl.spatial ? m.levels[static_cast<size_t>(sl.level)].spatial
                                 : m.levels[static_cast<size_t>(sl.level)].temporal;
-      for (int k = 0; k < n; ++k)
-        target[static_cast<size_t>(factors[f].dim)] *= static_cast<int64_t>(std::llround(std::exp(factors[f].log_value)));
+      for (int k = 0; k < n; ++k) target[static_cast<size_t>(factors[f].dim)] *= factors[f].value;
       placed += n;
     }
-    SYLVA_ASSERT(placed == copies[f], "[cosa] CBC's solution places ", placed, " of ", copies[f], " copies of a factor");
+    SYLVA_ASSERT(placed == factors[f].copies, "[cosa] CBC's solution places ", placed, " of ", factors[f].copies,
+                 " copies of a factor");
   }
-  choose_orders(m, p, a, *std::min_element(keeper.begin(), keeper.end()));
+  // Decode the orders: where z[i][t] is set, t's irrelevant loops go innermost.
+  for (int i = lay.lowest_keeper + 1; i < L; ++i)
+    for (int t = 0; t < kTensors; ++t)
+      if (z[static_cast<size_t>(i)][t] >= 0 && sol[z[static_cast<size_t>(i)][t]] > 0.5)
+        m.levels[static_cast<size_t>(i)].temporal_permutation = innermost_first(t);
+  choose_orders(m, p, a, lay.lowest_keeper);
   out.evaluation = evaluate(m, p, a);
   out.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -235,33 +362,74 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
     SYLVA_CHECK(prod == p.bounds[static_cast<size_t>(j)], "[cosa] the factors of ", kDimNames[static_cast<size_t>(j)],
                 " multiply to ", prod, ", not ", p.bounds[static_cast<size_t>(j)]);
   }
-  const std::array<int, kTensors> keeper = keepers(a, ms);
-  double objective = 0;
-  bool ok = true;
-  for (int i = 0; i < static_cast<int>(a.levels.size()); ++i) {
+  const Layout lay(p, a, ms);
+  const int L = static_cast<int>(a.levels.size());
+  const auto lg = [&](int i, bool spatial, int j) {
     const LevelMapping& l = m.levels[static_cast<size_t>(i)];
+    return std::log(static_cast<double>((spatial ? l.spatial : l.temporal)[static_cast<size_t>(j)]));
+  };
+  double base = 0, compute = 0;
+  std::array<double, kTensors> traffic{};
+  bool ok = true;
+  for (int t = 0; t < kTensors; ++t) traffic[t] = lay.traffic_constant(t);
+  for (int i = 0; i < L; ++i) {
     double spatial = 0;
     for (int j = 0; j < kDims; ++j) {
-      const double lt = std::log(static_cast<double>(l.temporal[static_cast<size_t>(j)]));
-      const double ls = std::log(static_cast<double>(l.spatial[static_cast<size_t>(j)]));
-      objective += lt * coefficient(j, {i, false}, keeper, w) + ls * coefficient(j, {i, true}, keeper, w);
+      const double lt = lg(i, false, j), ls = lg(i, true, j);
+      base += w.compute * lt - w.utilization * ls;
+      compute += lt;
       spatial += ls;
+      for (int t = 0; t < kTensors; ++t)
+        traffic[t] += lt * lay.refetches(t, j, {i, false}) + ls * lay.refetches(t, j, {i, true});
     }
     ok = ok && spatial <= std::log(static_cast<double>(a.fanout(i))) + kEps;
-    if (i + 1 == static_cast<int>(a.levels.size())) continue;
+    if (i + 1 == L) continue;
     for (int t = 0; t < kTensors; ++t) {
       if (!ms.keep[static_cast<size_t>(i)][t]) continue;
       double tile = t == Inputs ? inputs_window_log(p) : 0.0;
       for (int k = 0; k <= i; ++k)
         for (int j = 0; j < kDims; ++j)
-          if (relevant(t, j))
-            tile += std::log(static_cast<double>(m.levels[static_cast<size_t>(k)].temporal[static_cast<size_t>(j)] *
-                                                 m.levels[static_cast<size_t>(k)].spatial[static_cast<size_t>(j)]));
+          if (relevant(t, j)) tile += lg(k, false, j) + lg(k, true, j);
       ok = ok && tile <= log_capacity(a, ms, i) + kEps;
     }
   }
   if (feasible) *feasible = ok;
-  return objective;
+  // The MIP picks, per level above the keepers, at most one tensor whose
+  // non-indexing loops go innermost there; its optimum is the best choice.
+  const int first = lay.lowest_keeper + 1, levels = L - first;
+  std::vector<int> choice(static_cast<size_t>(levels), -1);
+  double best = INFINITY;
+  for (;;) {
+    std::array<double, kTensors> tr = traffic;
+    for (int t = 0; t < kTensors; ++t) {
+      bool moving = false;
+      for (int i = lay.keeper[t] + 1; i < L; ++i) {
+        if (!moving && choice[static_cast<size_t>(i - first)] == t)
+          for (int j = 0; j < kDims; ++j)
+            if (!relevant(t, j)) tr[t] -= lg(i, false, j);
+        const LevelMapping& l = m.levels[static_cast<size_t>(i)];
+        for (int j = 0; j < kDims; ++j) moving = moving || (relevant(t, j) && l.temporal[static_cast<size_t>(j)] > 1);
+      }
+    }
+    double o = base + w.traffic * (tr[0] + tr[1] + tr[2] - lay.traffic_constant(Inputs));
+    if (w.latency > 0) {
+      double y = compute;
+      for (int t = 0; t < kTensors; ++t)
+        if (lay.bandwidth(t) > 0) y = std::max(y, tr[t] - std::log(lay.bandwidth(t)));
+      o += w.latency * y;
+    }
+    best = std::min(best, o);
+    int k = 0;  // next choice: odometer over {none} + the tensors whose keeper is below each level
+    for (; k < levels; ++k) {
+      int& c = choice[static_cast<size_t>(k)];
+      do ++c;
+      while (c < kTensors && first + k <= lay.keeper[c]);
+      if (c < kTensors) break;
+      c = -1;
+    }
+    if (k == levels) break;
+  }
+  return best;
 }
 
 }  // namespace sylva::cosa

@@ -212,6 +212,21 @@ Mapspace read_mapspace(const std::string& path, const Arch& arch) {
   return out;
 }
 
+std::vector<std::string> read_layer_list(const std::string& path) {
+  const YAML::Node root = load(path);
+  SYLVA_CHECK(root.IsSequence(), "[cosa] ", path, ": expected a list of layer names");
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::vector<std::string> out;
+  for (const YAML::Node& n : root) {
+    SYLVA_CHECK(n.IsScalar(), "[cosa] ", path, ": entry at line ", n.Mark().line + 1, " is not a layer name");
+    const std::string file = (dir / (n.as<std::string>() + ".yaml")).string();
+    SYLVA_CHECK(std::filesystem::exists(file), "[cosa] ", path, " line ", n.Mark().line + 1, ": no layer file ", file);
+    out.push_back(file);
+  }
+  SYLVA_CHECK(!out.empty(), "[cosa] ", path, ": no layers");
+  return out;
+}
+
 Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what) {
   YAML::Node root;
   try {

@@ -197,5 +197,13 @@ TEST(CosaSpecData, SharedSpecsAndGoldenMappingsRoundTrip) {
   EXPECT_GE(checked, 200);
 }
 
+TEST(CosaSpec, LayerListsNameTheirMissingFiles) {
+  test::TempDir dir;
+  dir.file("a.yaml", "problem: {}\n");
+  EXPECT_EQ(read_layer_list(dir.file("net.yaml", "- a\n")).size(), 1u);
+  EXPECT_CONTAINS(test::error_of([&] { read_layer_list(dir.file("bad.yaml", "- a\n- b\n")); }), "line 2: no layer file");
+  EXPECT_CONTAINS(test::error_of([&] { read_layer_list(dir.file("map.yaml", "a: 1\n")); }), "expected a list");
+}
+
 }  // namespace
 }  // namespace sylva::cosa

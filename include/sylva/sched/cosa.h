@@ -1,19 +1,27 @@
 // CoSA (Huang et al., ISCA 2021): one mixed-integer program, solved with
 // CBC, that assigns every prime factor of every loop bound to a memory
-// level and to a spatial or temporal loop there -- tiling and spatial
-// mapping at once, no search. Variables X[f][level][spatial|temporal]
-// (binary), each factor placed exactly once; constraints in log form:
-// spatial factors of a level within its fan-out, each kept tensor's tile
-// within its share of the level's entries (divided by its multiple
-// buffering); objective: a weighted sum of utilisation (spatial factors),
-// compute (temporal factors) and DRAM traffic (tile at the keeper just
-// inside DRAM x refetches x distinct copies), all linear in X.
+// level and to a spatial or temporal loop there, and picks which tensor
+// each level above the keepers reuses through its loop order -- tiling,
+// loop order and spatial mapping at once, no search.
 //
-// Deviation from the paper (see docs/architecture.md, "CoSA"): the MIP's
-// traffic term assumes every loop above a tensor's keeper refetches it (no
-// reuse through the loop order); the loop order of the levels above the
-// keepers is then chosen by evaluating every order of each level's loops
-// with the analytical model (cosa_model.h), level by level.
+// Variables: x[f][place] (integer: copies of a group of identical prime
+// factors placed there; the paper's binaries without their symmetric
+// solutions); z[level][tensor] (binary: the level's loops that do not index
+// the tensor are its innermost, at most one tensor per level -- no
+// dimension is irrelevant to two tensors, so no order serves two);
+// moving[tensor][level] (binary: a loop indexing the tensor iterates
+// between its keeper and that level); reused[tensor][level][f]
+// (continuous, <= x, <= copies x z, <= copies x (1 - moving below)): the
+// copies that do not refetch the tensor; y (the log of the cycle bound).
+// Constraints in log form: every copy placed; spatial factors within the
+// fan-out; each kept tile within its share of the level; y >= log compute
+// cycles and y >= log DRAM traffic of each tensor - log bandwidth.
+// Objective: weighted - log spatial + log temporal + sum over tensors of log
+// DRAM traffic (tile at the keeper just inside DRAM x refetches not reused
+// x distinct copies) + y. Every product of binaries is linearised; it stays
+// a pure MILP. The decoded orders are refined by the analytical model
+// (cosa_model.h), level by level, keeping the MIP's order unless another is
+// better.
 //
 // @code
 // cosa::Result r = cosa::schedule(problem, arch, mapspace);
@@ -27,12 +35,13 @@
 
 namespace sylva::cosa {
 
-/// Objective weights (all >= 0). Defaults: each term counts equally, as in
-/// CoSA's released code.
+/// Objective weights (all >= 0). Defaults: each term counts equally (the
+/// first three as in CoSA's released code; latency is ours).
 struct ObjectiveWeights {
   double utilization = 1.0;  // rewards spatial factors (log of PEs used)
   double compute = 1.0;      // penalises temporal factors (log of cycles per PE)
   double traffic = 1.0;      // penalises log DRAM traffic, summed over tensors
+  double latency = 1.0;      // penalises log max(compute cycles, each tensor's DRAM traffic / bandwidth)
 };
 
 struct Result {
@@ -51,9 +60,11 @@ std::vector<int64_t> prime_factors(int64_t n);
 /// for any tiling) or CBC fails.
 Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w = {});
 
-/// The MIP's objective for a given mapping (its factors' placement), and
-/// whether the mapping meets the MIP's own constraints: how tests check the
-/// solver's optimality by enumeration.
+/// The MIP's objective for a given mapping's factor placement (with the
+/// best reuse choice z for that placement, as the MIP would pick it; the
+/// mapping's own loop orders do not matter), and whether the placement meets
+/// the MIP's own constraints: how tests check the solver's optimality by
+/// enumeration.
 double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w,
                      bool* feasible = nullptr);
 

@@ -91,6 +91,9 @@ Arch read_arch(const std::string& path);
 /// name keep every tensor (DRAM).
 Mapspace read_mapspace(const std::string& path, const Arch& arch);
 Mapping read_mapping(const std::string& path, const Arch& arch);
+/// A network's layers.yaml (a list of layer names) as the paths of the
+/// problem files beside it; sylva::Error naming the line of a missing one.
+std::vector<std::string> read_layer_list(const std::string& path);
 /// Parses mapping YAML text (`what` names it in errors).
 Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what = "mapping");
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <type_traits>
 #include <sstream>
 
@@ -163,6 +164,22 @@ Problem read_problem(const std::string& path) {
   return out;
 }
 
+double pat_access_energy(const Level& l) {
+  if (l.dram) return 12.5 * static_cast<double>(l.word_bits * l.block_size);
+  struct Known {
+    int64_t entries, word_bits, block_size;
+    double pj;
+  };
+  // Fitted from shared/data/cosa/timeloop_golden (energy / accesses x
+  // clusters touched, per level): constant to 6 digits over 208 mappings.
+  static constexpr Known kSram[] = {
+      {1, 8, 1, 0.489008}, {64, 24, 1, 1.575377}, {16384, 8, 8, 7.115578}, {4096, 8, 8, 4.703518},
+      {65536, 8, 8, 16.763819}};
+  for (const Known& k : kSram)
+    if (k.entries == l.entries && k.word_bits == l.word_bits && k.block_size == l.block_size) return k.pj;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 Arch read_arch(const std::string& path) {
   const YAML::Node root = load(path);
   const YAML::Node a = section(root, "arch", path);
@@ -171,6 +188,8 @@ Arch read_arch(const std::string& path) {
   const YAML::Node arith = section(a, "arithmetic", path);
   out.mac_instances = get<int64_t>(arith, "instances", path + " arithmetic", 0, true);
   out.mac_word_bits = get<int64_t>(arith, "word-bits", path + " arithmetic", 8, false);
+  out.mac_energy = get<double>(arith, "energy", path + " arithmetic",
+                               out.mac_word_bits == 8 ? 0.25 : std::numeric_limits<double>::quiet_NaN(), false);
   const YAML::Node storage = section(a, "storage", path, true);
   for (const YAML::Node& s : storage) {
     Level l;
@@ -186,7 +205,9 @@ Arch read_arch(const std::string& path) {
     l.read_bandwidth = get<double>(s, "read_bandwidth", what, bw, false);
     l.write_bandwidth = get<double>(s, "write_bandwidth", what, bw, false);
     l.multiple_buffering = get<double>(s, "multiple-buffering", what, 1.0, false);
+    l.vector_access_energy = get<double>(s, "vector-access-energy", what, pat_access_energy(l), false);
     SYLVA_CHECK(l.instances >= 1 && l.entries >= 0, "[cosa] ", what, ": instances must be >= 1, entries >= 0");
+    SYLVA_CHECK(l.block_size >= 1 && l.cluster_size >= 1, "[cosa] ", what, ": block-size and cluster-size must be >= 1");
     out.levels.push_back(std::move(l));
   }
   SYLVA_CHECK(!out.levels.empty(), "[cosa] ", path, ": no storage levels");

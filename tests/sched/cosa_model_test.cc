@@ -63,6 +63,49 @@ TEST(CosaModel, TilesTrafficAndCyclesByHand) {
   EXPECT_EQ(evaluate(outer, p, a).dram_reads[Weights], 4 * 24);
 }
 
+// Per-instance accesses and energy of the same mapping, worked by hand with
+// given per-access energies (MAC 0.5 pJ, Reg 1, Buf 2, DRAM 10).
+TEST(CosaModel, AccessesAndEnergyByHand) {
+  test::TempDir dir;
+  std::string arch = kArch;
+  const auto after = [&](const std::string& anchor, const std::string& line) {
+    const size_t at = arch.find(anchor);
+    ASSERT_NE(at, std::string::npos) << anchor;
+    arch.insert(at + anchor.size(), line);
+  };
+  after("    instances: 4\n", "    energy: 0.5\n");  // arithmetic
+  after("    entries: 1\n", "    vector-access-energy: 1\n");
+  after("    entries: 64\n", "    vector-access-energy: 2\n");
+  arch += "    vector-access-energy: 10\n";
+  const Arch a = read_arch(dir.file("a.yaml", arch));
+  ASSERT_EQ(a.mac_energy, 0.5);
+  const Problem p = read_problem(dir.file("p.yaml", kProblem));
+  const Evaluation e = evaluate(mapping(a), p, a);
+  ASSERT_TRUE(e.valid) << e.why;
+  const auto& reg = e.accesses[0][Weights];
+  EXPECT_EQ(reg.instances, 4);  // Buf's spatial K = 4
+  EXPECT_EQ(reg.fills, 6);      // one weight per (R, C) step
+  EXPECT_EQ(reg.reads, 96 / 4);  // 96 MACs over 4 registers
+  const auto& in = e.accesses[1][Inputs];
+  EXPECT_EQ(in.reads, 96 / 4);  // the 4 K lanes share each input read (multicast)
+  EXPECT_EQ(in.fills, 12);
+  const auto& out = e.accesses[1][Outputs];
+  EXPECT_EQ(out.updates, 96);      // every MAC's partial sum
+  EXPECT_EQ(out.reads, 96 - 16);   // read back for accumulation, except each output's first write
+  EXPECT_EQ(out.fills, 0);         // never evicted
+  EXPECT_EQ(e.accesses[2][Weights].reads, 24);
+  EXPECT_EQ(e.accesses[2][Outputs].updates, 16);
+  // 96 x 0.5 + Reg (24 + 6) x 4 x 1 + Buf (24 + 12 + 96 + 80) x 2 + DRAM (24 + 12 + 16) x 10
+  EXPECT_DOUBLE_EQ(e.energy_pj, 48 + 120 + 424 + 520);
+  // Registers in one cluster of 4: one access serves all four.
+  after("    vector-access-energy: 1\n", "    cluster-size: 4\n");
+  const Arch clustered = read_arch(dir.file("c.yaml", arch));
+  EXPECT_DOUBLE_EQ(evaluate(mapping(clustered), p, clustered).energy_pj, 48 + 30 + 424 + 520);
+  // Without per-access energies for a level's shape, energy is unknown.
+  const Arch plain = read_arch(dir.file("plain.yaml", kArch));
+  EXPECT_TRUE(std::isnan(evaluate(mapping(plain), p, plain).energy_pj));
+}
+
 TEST(CosaModel, OverfullBuffersAreInvalid) {
   test::TempDir dir;
   std::string small = kArch;
@@ -100,14 +143,16 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y) {
 }
 
 // Real Timeloop v3.0.3 on 8 ResNet-50 layers x 26 mappings (the golden set).
-TEST(CosaModelData, CyclesAgreeWithTimeloop) {
+// Cycles, per level and tensor access counts, and energy against real
+// Timeloop v3.0.3 (the golden set's 8 ResNet-50 layers x 26 mappings).
+TEST(CosaModelData, AgreesWithTimeloop) {
   const std::string data = test::data_dir();
   const std::string golden = data + "/cosa/timeloop_golden";
   if (data.empty() || !std::filesystem::exists(golden)) GTEST_SKIP() << "no Timeloop golden set: set SYLVA_DATA";
   const Arch a = read_arch(data + "/cosa/examples/simba_bw20.yaml");
-  std::vector<double> ours, theirs;
-  int exact = 0, capacity_refused = 0, capacity_examples = 0;
-  double worst = 0, sum_err = 0;
+  std::vector<double> ours, theirs, our_energy, their_energy;
+  int exact = 0, capacity_refused = 0, capacity_examples = 0, counts = 0, counts_exact = 0;
+  double worst = 0, sum_err = 0, energy_err = 0, energy_worst = 0;
   for (const auto& f : std::filesystem::directory_iterator(golden)) {
     if (f.path().extension() != ".json") continue;
     std::ifstream in(f.path());
@@ -123,6 +168,24 @@ TEST(CosaModelData, CyclesAgreeWithTimeloop) {
       const double err = std::abs(static_cast<double>(e.cycles - tl)) / static_cast<double>(tl);
       worst = std::max(worst, err);
       sum_err += err;
+      for (const auto& [level, tensors] : rec["accesses"].items()) {
+        const int i = a.level(level);
+        for (const auto& [tensor, tl_acc] : tensors.items()) {
+          int t = 0;
+          while (tensor_name(t) != tensor) ++t;
+          const Accesses& acc = e.accesses[static_cast<size_t>(i)][t];
+          ++counts;
+          counts_exact += acc.reads == tl_acc["reads"].get<int64_t>() && acc.fills == tl_acc["fills"].get<int64_t>() &&
+                          acc.updates == tl_acc["updates"].get<int64_t>() &&
+                          acc.instances == tl_acc["utilized_instances"].get<int64_t>();
+        }
+      }
+      const auto tl_energy = rec["energy_pj"].get<double>();
+      our_energy.push_back(e.energy_pj);
+      their_energy.push_back(tl_energy);
+      const double eerr = std::abs(e.energy_pj - tl_energy) / tl_energy;
+      energy_err += eerr;
+      energy_worst = std::max(energy_worst, eerr);
     }
     for (const nlohmann::json& bad : j["invalid_examples"]) {
       if (bad["error"].get<std::string>().find("exceeds buffer capacity") == std::string::npos) continue;
@@ -136,10 +199,18 @@ TEST(CosaModelData, CyclesAgreeWithTimeloop) {
   std::printf("[cosa model vs Timeloop] %zu mappings: %d exact, Spearman %.4f, mean |error| %.3f%%, worst %.1f%%; "
               "%d/%d capacity violations refused\n",
               ours.size(), exact, rho, 100 * mean_err, 100 * worst, capacity_refused, capacity_examples);
-  EXPECT_GE(rho, 0.99);
-  EXPECT_LE(mean_err, 0.01);
-  EXPECT_GE(exact, static_cast<int>(ours.size() * 8 / 10));
+  EXPECT_GE(rho, 0.999);
+  EXPECT_LE(mean_err, 0.001);
+  EXPECT_GE(exact, static_cast<int>(ours.size() * 95 / 100));
   EXPECT_EQ(capacity_refused, capacity_examples);
+  const double energy_rho = spearman(our_energy, their_energy);
+  const double energy_mean = energy_err / static_cast<double>(our_energy.size());
+  std::printf("[cosa model vs Timeloop] access counts: %d/%d (level, tensor) records exact; energy: Spearman %.4f, "
+              "mean |error| %.3f%%, worst %.1f%%\n",
+              counts_exact, counts, energy_rho, 100 * energy_mean, 100 * energy_worst);
+  EXPECT_GE(energy_rho, 0.999);
+  EXPECT_LE(energy_mean, 0.005);
+  EXPECT_GE(counts_exact, counts * 95 / 100);
 }
 
 }  // namespace

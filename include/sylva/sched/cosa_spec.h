@@ -49,11 +49,17 @@ struct Level {
   double read_bandwidth = 0, write_bandwidth = 0;  // words per cycle; 0: unlimited
   double multiple_buffering = 1;
   bool dram = false;
+  /// pJ per access of one block (block_size words), as Timeloop's
+  /// "Vector access energy": the level's `vector-access-energy` if given,
+  /// else Timeloop v3.0.3's built-in (PAT) value for the level's
+  /// technology and shape where known (pat_access_energy), else NaN.
+  double vector_access_energy = 0;
 };
 
 struct Arch {
   std::string name;
   int64_t mac_instances = 0, mac_word_bits = 8;
+  double mac_energy = 0;  // pJ per MAC: arithmetic `energy` if given, else PAT's (0.25 for 8 bits), else NaN
   std::vector<Level> levels;  // innermost (registers) first, DRAM last
   /// The level's index; sylva::Error naming the architecture otherwise.
   int level(const std::string& name) const;
@@ -84,6 +90,14 @@ struct Mapping {
 /// A mapping of `a` with every factor 1: level names, keep/bypass from
 /// `ms`, a spatial entry where a level fans out, default loop orders.
 Mapping blank_mapping(const Arch& a, const Mapspace& ms);
+
+/// Timeloop v3.0.3's PAT energy (pJ) per block access of a storage level,
+/// for the level shapes PAT was measured on here: DRAM (12.5 pJ per bit)
+/// and the five SRAM levels of shared/data/cosa's Simba arch (entries x
+/// word bits x block size; fitted from the golden set's energy breakdowns,
+/// which they reproduce to 1e-6). NaN for any other shape: give the level a
+/// `vector-access-energy` then.
+double pat_access_energy(const Level& l);
 
 Problem read_problem(const std::string& path);
 Arch read_arch(const std::string& path);

@@ -157,6 +157,24 @@ std::vector<int64_t> prime_factors(int64_t n) {
   return f;
 }
 
+std::string large_primes(const Problem& p, int64_t limit) {
+  std::string out;
+  for (int d = 0; d < kDims; ++d) {
+    const std::vector<int64_t> f = prime_factors(p.bounds[static_cast<size_t>(d)]);
+    if (!f.empty() && f.back() > limit)
+      out += detail::concat(out.empty() ? "" : " ", kDimNames[static_cast<size_t>(d)], "=", p.bounds[static_cast<size_t>(d)]);
+  }
+  return out;
+}
+
+Problem pad_problem(const Problem& p, int64_t limit) {
+  SYLVA_CHECK(limit >= 2, "[cosa] padding needs a prime limit >= 2, got ", limit);
+  Problem out = p;
+  for (int64_t& b : out.bounds)
+    while (b > 1 && prime_factors(b).back() > limit) ++b;
+  return out;
+}
+
 Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w) {
   const auto t0 = std::chrono::steady_clock::now();
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",

@@ -25,6 +25,18 @@ TEST(Cosa, PrimeFactors) {
 
 // P = C = K = 2: three factors, four places each (Reg temporal, Buf
 // temporal, Buf spatial, DRAM temporal): 64 mappings.
+TEST(Cosa, LargePrimesAreNotedAndCanBePadded) {
+  Problem p;
+  p.bounds = {11, 11, 55, 55, 3, 96, 1};
+  EXPECT_EQ(large_primes(p, 7), "R=11 S=11 P=55 Q=55");
+  EXPECT_EQ(large_primes(p, 11), "");
+  const Problem padded = pad_problem(p, 7);
+  EXPECT_EQ(padded.bounds, (std::array<int64_t, kDims>{12, 12, 56, 56, 3, 96, 1}));
+  EXPECT_EQ(large_primes(padded, 7), "");
+  EXPECT_GT(padded.macs(), p.macs());
+  EXPECT_CONTAINS(test::error_of([&] { pad_problem(p, 1); }), "prime limit >= 2");
+}
+
 TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
   test::TempDir dir;
   const Arch a = read_arch(dir.file("a.yaml", kArch));

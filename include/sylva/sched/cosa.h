@@ -55,6 +55,17 @@ struct Result {
 /// The prime factors of n, ascending (n >= 1; 1 has none).
 std::vector<int64_t> prime_factors(int64_t n);
 
+/// The bounds with a prime factor above `limit`, as "P=13 Q=13" (empty if
+/// none): such a factor can only sit whole at one place, which may leave
+/// fan-out or buffer space unused.
+std::string large_primes(const Problem& p, int64_t limit);
+
+/// `p` with every bound rounded up to the nearest number whose prime factors
+/// are all <= limit (limit >= 2): CoSA's optional padding. The padded layer
+/// computes more MACs (compare macs()); its mapping is a mapping of the
+/// padded layer, and its cycles include that extra work.
+Problem pad_problem(const Problem& p, int64_t limit);
+
 /// Solves CoSA's MIP for `p` on `a` (keep/bypass from `ms`) and decodes the
 /// mapping. sylva::Error if the MIP is infeasible (e.g. a buffer too small
 /// for any tiling) or CBC fails.

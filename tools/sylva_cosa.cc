@@ -1,20 +1,21 @@
 // sylva-cosa: CoSA's one-shot MIP schedule of a layer, the analytical model
 // of any mapping, random-search baselines, and a whole network's table.
 //
-//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--weights u,c,t,l] -o map.yaml
+//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--weights u,c,t,l] [--pad 7] -o map.yaml
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
-//   sylva-cosa search --algo random --arch A --problem P [--mapspace M] [--valid 5] [--seed 1] [-o map.yaml]
+//   sylva-cosa search --algo random|hybrid --arch A --problem P [--mapspace M] [--valid 5] [--seconds S]
+//                     [--threads 2] [--victory 500] [--seed 1] [-o map.yaml]
 //   sylva-cosa batch --arch A --layers net/layers.yaml [--mapspace M] [--random-valid 5] [--best-of 1000]
+//                    [--hybrid-seconds 2] [--threads 2] [--pad 7] [--csv table.csv]
 #include <CLI/CLI.hpp>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <random>
 
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_search.h"
 
 using namespace sylva;
 using namespace sylva::cosa;
@@ -28,65 +29,29 @@ Mapspace mapspace_or_default(const std::string& path, const Arch& a) {
   return ms;
 }
 
-// A random mapping: every prime factor to a random level (spatially where
-// the level fans out, with probability 1/2), random loop orders.
-Mapping random_mapping(const Problem& p, const Arch& a, const Mapspace& ms, std::mt19937_64& rng) {
-  Mapping m = blank_mapping(a, ms);
-  for (LevelMapping& l : m.levels) std::shuffle(l.temporal_permutation.begin(), l.temporal_permutation.end(), rng);
-  std::uniform_int_distribution<size_t> level(0, a.levels.size() - 1);
-  for (int d = 0; d < kDims; ++d)
-    for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(d)])) {
-      const size_t i = level(rng);
-      const bool spatial = m.levels[i].has_spatial && (rng() & 1);
-      (spatial ? m.levels[i].spatial : m.levels[i].temporal)[static_cast<size_t>(d)] *= q;
-    }
-  return m;
-}
-
-struct Searched {
-  Mapping mapping;
-  Evaluation evaluation;
-  int64_t sampled = 0;
-  double seconds = 0;
-};
-
-// The paper's random baseline: sample until `valid` mappings fit (fan-out
-// and capacity), keep the fewest cycles.
-Searched random_search(const Problem& p, const Arch& a, const Mapspace& ms, int valid, uint64_t seed) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::mt19937_64 rng(seed);
-  Searched best;
-  int found = 0;
-  while (found < valid) {
-    SYLVA_CHECK(best.sampled < 100000000, "[sylva-cosa] no valid random mapping of '", p.name, "' in 1e8 samples");
-    Mapping m = random_mapping(p, a, ms, rng);
-    ++best.sampled;
-    int64_t fan_ok = 1;
-    for (size_t i = 0; i < m.levels.size() && fan_ok; ++i) {
-      int64_t f = 1;
-      for (int64_t s : m.levels[i].spatial) f *= s;
-      fan_ok = f <= a.fanout(static_cast<int>(i));
-    }
-    if (!fan_ok) continue;
-    Evaluation e = evaluate(m, p, a);
-    if (!e.valid) continue;
-    ++found;
-    if (found == 1 || e.cycles < best.evaluation.cycles) {
-      best.mapping = std::move(m);
-      best.evaluation = e;
-    }
-  }
-  best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return best;
-}
-
 void print(const char* what, const Evaluation& e, double seconds) {
-  std::printf("%s: %s, %lld cycles (compute %lld), utilization %.3f, DRAM reads W/I/O %lld/%lld/%lld, updates %lld, "
-              "%.3f s\n",
+  std::printf("%s: %s, %lld cycles (compute %lld), utilization %.3f, energy %.4g uJ, DRAM reads W/I/O %lld/%lld/%lld, "
+              "updates %lld, %.3f s\n",
               what, e.valid ? "valid" : ("INVALID: " + e.why).c_str(), static_cast<long long>(e.cycles),
-              static_cast<long long>(e.compute_cycles), e.utilization, static_cast<long long>(e.dram_reads[Weights]),
-              static_cast<long long>(e.dram_reads[Inputs]), static_cast<long long>(e.dram_reads[Outputs]),
-              static_cast<long long>(e.dram_updates), seconds);
+              static_cast<long long>(e.compute_cycles), e.utilization, e.energy_pj * 1e-6,
+              static_cast<long long>(e.dram_reads[Weights]), static_cast<long long>(e.dram_reads[Inputs]),
+              static_cast<long long>(e.dram_reads[Outputs]), static_cast<long long>(e.dram_updates), seconds);
+}
+
+// The layer, padded when --pad is given (with a note of what changed).
+Problem layer(const std::string& path, int64_t pad) {
+  const Problem p = read_problem(path);
+  const std::string big = large_primes(p, 7);
+  if (pad <= 0) {
+    if (!big.empty()) std::printf("note: %s has large prime bounds (%s); --pad 7 pads them\n", p.name.c_str(), big.c_str());
+    return p;
+  }
+  const Problem padded = pad_problem(p, pad);
+  if (padded.bounds != p.bounds)
+    std::printf("note: %s padded (%s -> primes <= %lld): %.2f%% more MACs\n", p.name.c_str(), big.c_str(),
+                static_cast<long long>(pad),
+                100.0 * (static_cast<double>(padded.macs()) / static_cast<double>(p.macs()) - 1));
+  return padded;
 }
 
 ObjectiveWeights parse_weights(const std::string& text) {
@@ -99,12 +64,53 @@ ObjectiveWeights parse_weights(const std::string& text) {
 
 }  // namespace
 
+// One method's row in the batch table.
+struct Outcome {
+  Evaluation evaluation;
+  double seconds = 0;
+  bool found = false;
+};
+
+// Geomean ratios of a baseline's cycles and energy to CoSA's, over the
+// layers both found a valid mapping for.
+struct Ratio {
+  double log_cycles = 0, log_energy = 0, seconds = 0;
+  int n = 0, energy_n = 0;
+  void add(const Outcome& cosa, const Outcome& other) {
+    seconds += other.seconds;
+    if (!cosa.found || !other.found) return;
+    log_cycles += std::log(static_cast<double>(other.evaluation.cycles) / static_cast<double>(cosa.evaluation.cycles));
+    ++n;
+    if (std::isfinite(cosa.evaluation.energy_pj) && std::isfinite(other.evaluation.energy_pj)) {
+      log_energy += std::log(other.evaluation.energy_pj / cosa.evaluation.energy_pj);
+      ++energy_n;
+    }
+  }
+  std::string summary(const std::string& name) const {
+    char line[256];
+    std::snprintf(line, sizeof line, "%-16s cycles %6.2fx, energy %6.2fx (%d layers), %.1f s in all", name.c_str(),
+                  n ? std::exp(log_cycles / n) : NAN, energy_n ? std::exp(log_energy / energy_n) : NAN, n, seconds);
+    return line;
+  }
+};
+
+void cell(std::FILE* f, const Outcome& o) {
+  if (!o.found) {
+    std::fprintf(f, " %12s %10s %7s", "none", "-", "-");
+    return;
+  }
+  std::fprintf(f, " %12lld %10.2f %7.2f", static_cast<long long>(o.evaluation.cycles), o.evaluation.energy_pj * 1e-6,
+               o.seconds);
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"CoSA: one-shot MIP scheduling of layers on Timeloop-style accelerators (CBC), the analytical model, "
                "random search"};
   app.require_subcommand(1);
-  std::string arch, problem, mapspace, mapping, out, weights, algo = "random", layers;
-  int valid = 5, best_of = 1000;
+  std::string arch, problem, mapspace, mapping, out, weights, algo = "random", layers, csv;
+  int valid = 5, best_of = 1000, threads = 2;
+  int64_t victory = 500, pad = 0;
+  double seconds = 0, hybrid_seconds = 2;
   uint64_t seed = 1;
   const auto common = [&](CLI::App* c) {
     c->add_option("--arch", arch, "architecture YAML (Timeloop v1)")->required();
@@ -114,33 +120,45 @@ int main(int argc, char** argv) {
   common(sched);
   sched->add_option("--problem", problem, "layer YAML")->required();
   sched->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
+  sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")->capture_default_str();
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)");
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
   common(eval);
   eval->add_option("--problem", problem, "layer YAML")->required();
   eval->add_option("--mapping", mapping, "mapping YAML")->required();
-  CLI::App* search = app.add_subcommand("search", "random search on the same model");
+  CLI::App* search = app.add_subcommand("search", "random or hybrid (Timeloop-like) search on the same model");
   common(search);
   search->add_option("--problem", problem, "layer YAML")->required();
-  search->add_option("--algo", algo, "random (hybrid search is not built)")->capture_default_str();
-  search->add_option("--valid", valid, "stop after this many valid mappings (the paper's random-5: 5)")
+  search->add_option("--algo", algo, "random | hybrid")->capture_default_str()->check(CLI::IsMember({"random", "hybrid"}));
+  search->add_option("--valid", valid, "random: stop after this many valid mappings (the paper's random-5: 5)")
       ->capture_default_str();
+  search->add_option("--seconds", seconds, "stop at this time budget (0: none; random: instead of --valid)")
+      ->capture_default_str();
+  search->add_option("--threads", threads, "hybrid: threads (0: all cores)")->capture_default_str();
+  search->add_option("--victory", victory, "hybrid: a thread stops after this many valid mappings in a row without "
+                                           "improving")->capture_default_str();
   search->add_option("--seed", seed, "random seed")->capture_default_str();
   search->add_option("-o,--output", out, "write the best mapping here");
-  CLI::App* batch = app.add_subcommand("batch", "CoSA and random search over a network's layers.yaml");
+  CLI::App* batch = app.add_subcommand("batch", "CoSA, random-5, best of N random and hybrid search at a time "
+                                                "budget over a network's layers.yaml");
   common(batch);
   batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required();
   batch->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency");
   batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->capture_default_str();
   batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
       ->capture_default_str();
-  batch->add_option("--seed", seed, "random seed")->capture_default_str();
+  batch->add_option("--hybrid-seconds", hybrid_seconds, "hybrid search: time budget per layer")->capture_default_str();
+  batch->add_option("--threads", threads, "hybrid search: threads (0: all cores)")->capture_default_str();
+  batch->add_option("--pad", pad, "CoSA: pad bounds to primes <= this first (0: no padding)")->capture_default_str();
+  batch->add_option("--csv", csv, "also write the table here");
+  batch->add_option("--seed", seed, "random seed (random-5: seed, best of N: seed + 1, hybrid: seed + 2)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     const Arch a = read_arch(arch);
     const Mapspace ms = mapspace_or_default(mapspace, a);
     if (*sched) {
-      const Problem p = read_problem(problem);
+      const Problem p = layer(problem, pad);
       const Result r = schedule(p, a, ms, parse_weights(weights));
       std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f\n", r.variables, r.constraints, r.objective);
       print(p.name.c_str(), r.evaluation, r.solve_seconds);
@@ -150,41 +168,55 @@ int main(int argc, char** argv) {
       const Problem p = read_problem(problem);
       print(p.name.c_str(), evaluate(read_mapping(mapping, a), p, a), 0.0);
     } else if (*search) {
-      SYLVA_CHECK(algo == "random", "[sylva-cosa] --algo '", algo, "': only random search is built");
       const Problem p = read_problem(problem);
-      const Searched s = random_search(p, a, ms, valid, seed);
-      std::printf("random search: %lld samples for %d valid mappings\n", static_cast<long long>(s.sampled), valid);
+      const SearchResult s =
+          algo == "random"
+              ? random_search(p, a, ms, {.valid = valid, .seconds = seconds, .seed = seed})
+              : hybrid_search(p, a, ms, {.threads = threads, .victory = victory, .seconds = seconds, .seed = seed});
+      std::printf("%s search: %lld mappings drawn, %lld valid\n", algo.c_str(), static_cast<long long>(s.sampled),
+                  static_cast<long long>(s.valid));
+      SYLVA_CHECK(s.found, "[sylva-cosa] ", algo, " search found no valid mapping of '", p.name, "'");
       print(p.name.c_str(), s.evaluation, s.seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(s.mapping));
     } else if (*batch) {
-      std::printf("%-22s %12s %8s %12s %8s %12s %8s %9s %9s\n", "layer", "CoSA cycles", "CoSA s", "random-5",
-                  "rand s", "best-1000", "b1000 s", "vs rand5", "vs b1000");
-      double log_sum = 0, log_sum_best = 0, cosa_s = 0, rand_s = 0, best_s = 0;
-      int n = 0;
+      std::string csv_text = "layer,method,found,cycles,energy_pj,seconds\n";
+      std::printf("%-20s %12s %10s %7s %12s %10s %7s %12s %10s %7s %12s %10s %7s\n", "layer", "CoSA cycles", "uJ", "s",
+                  ("random-" + std::to_string(valid)).c_str(), "uJ", "s", ("best-" + std::to_string(best_of)).c_str(),
+                  "uJ", "s", ("hybrid-" + detail::concat(hybrid_seconds) + "s").c_str(), "uJ", "s");
+      Ratio vs_random, vs_best, vs_hybrid;
+      double cosa_s = 0;
+      int layers_done = 0;
+      const auto found = [](const SearchResult& r) { return Outcome{r.evaluation, r.seconds, r.found}; };
       for (const std::string& file : read_layer_list(layers)) {
         const Problem p = read_problem(file);
-        const Result r = schedule(p, a, ms, parse_weights(weights));
-        const Searched s = random_search(p, a, ms, valid, seed);
-        const Searched b = random_search(p, a, ms, best_of, seed + 1);
-        const auto cycles = static_cast<double>(r.evaluation.cycles);
-        const double speedup = static_cast<double>(s.evaluation.cycles) / cycles;
-        const double speedup_best = static_cast<double>(b.evaluation.cycles) / cycles;
-        std::printf("%-22s %12lld %8.2f %12lld %8.2f %12lld %8.2f %8.2fx %8.2fx%s\n", p.name.c_str(),
-                    static_cast<long long>(r.evaluation.cycles), r.solve_seconds,
-                    static_cast<long long>(s.evaluation.cycles), s.seconds, static_cast<long long>(b.evaluation.cycles),
-                    b.seconds, speedup, speedup_best, r.evaluation.valid ? "" : "  (CoSA mapping INVALID in the model)");
+        const Result r = schedule(pad > 0 ? pad_problem(p, pad) : p, a, ms, parse_weights(weights));
+        const Outcome cosa{r.evaluation, r.solve_seconds, r.evaluation.valid};
+        const Outcome rnd = found(random_search(p, a, ms, {.valid = valid, .seed = seed}));
+        const Outcome best = found(random_search(p, a, ms, {.valid = best_of, .seed = seed + 1}));
+        const Outcome hyb = found(hybrid_search(
+            p, a, ms, {.threads = threads, .victory = INT64_MAX, .seconds = hybrid_seconds, .seed = seed + 2}));
+        std::printf("%-20s", p.name.c_str());
+        for (const Outcome* o : {&cosa, &rnd, &best, &hyb}) cell(stdout, *o);
+        std::printf("%s\n", cosa.found ? "" : "  (CoSA mapping INVALID in the model)");
         std::fflush(stdout);
-        log_sum += std::log(speedup);
-        log_sum_best += std::log(speedup_best);
+        const char* names[] = {"cosa", "random", "best_of", "hybrid"};
+        int k = 0;
+        for (const Outcome* o : {&cosa, &rnd, &best, &hyb})
+          csv_text += detail::concat(p.name, ",", names[k++], ",", o->found ? 1 : 0, ",", o->evaluation.cycles, ",",
+                                     o->evaluation.energy_pj, ",", o->seconds, "\n");
+        vs_random.add(cosa, rnd);
+        vs_best.add(cosa, best);
+        vs_hybrid.add(cosa, hyb);
         cosa_s += r.solve_seconds;
-        rand_s += s.seconds;
-        best_s += b.seconds;
-        ++n;
+        ++layers_done;
       }
-      std::printf("%d layers: geomean speedup of CoSA over random-%d %.2fx, over best of %d valid random %.2fx; CoSA "
-                  "%.1f s in all (%.2f s per layer), random-%d %.1f s, best of %d %.1f s\n",
-                  n, valid, std::exp(log_sum / std::max(n, 1)), best_of, std::exp(log_sum_best / std::max(n, 1)), cosa_s,
-                  cosa_s / std::max(n, 1), valid, rand_s, best_of, best_s);
+      std::printf("%d layers on %s; geomean of (baseline / CoSA), > 1 means CoSA is better; CoSA %.1f s in all "
+                  "(%.2f s per layer)\n",
+                  layers_done, a.name.c_str(), cosa_s, cosa_s / std::max(layers_done, 1));
+      std::printf("  %s\n  %s\n  %s\n", vs_random.summary("random-" + std::to_string(valid)).c_str(),
+                  vs_best.summary("best of " + std::to_string(best_of)).c_str(),
+                  vs_hybrid.summary("hybrid " + detail::concat(hybrid_seconds) + " s").c_str());
+      if (!csv.empty()) write_file_atomically(csv, csv_text);
     }
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

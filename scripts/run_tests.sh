@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sylva's full check (what .ci/run executes):
 #   1. release: Release + -Werror, everything (library, tests, examples,
-#      benchmarks) in build/release; ctest without the `slow` label.
+#      benchmarks, and the CUDA backend where /usr/local/cuda has CUDA 13)
+#      in build/release; ctest without the `slow` label.
 #   2. asan:    -O1 -g + AddressSanitizer/UndefinedBehaviorSanitizer,
 #      library, tests and examples in build/asan (the example models have
 #      tests of their own; benchmarks are left out to keep the build short);
@@ -50,7 +51,16 @@ stage() {
   summary+=("$name: ok ($((SECONDS - t0)) s)")
 }
 
-stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON
+# The CUDA backend is built in the release stage wherever CUDA 13 sits in
+# /usr/local/cuda (no GPU needed: NVRTC and the host logic are tested, GPU
+# tests skip with their reason; scripts/device_check.sh runs them on a GPU).
+cuda_flag=-DSYLVA_BUILD_CUDA=OFF
+if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  cuda_flag=-DSYLVA_BUILD_CUDA=ON
+else
+  echo "run_tests: no CUDA toolkit in /usr/local/cuda; building without the CUDA backend"
+fi
+stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON "$cuda_flag"
 release_rc=$?
 [[ $release_rc -ne 0 ]] && status=1
 
@@ -62,7 +72,8 @@ else
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # -O1: the sanitizer build is compile-bound; -O1 compiles much faster than -O2 and the tests stay quick.
   stage asan build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g -DNDEBUG" \
-    "-DSYLVA_SANITIZE=address;undefined" -DSYLVA_BUILD_EXAMPLES=ON -DSYLVA_BUILD_BENCHMARKS=OFF || status=1
+    "-DSYLVA_SANITIZE=address;undefined" -DSYLVA_BUILD_EXAMPLES=ON -DSYLVA_BUILD_BENCHMARKS=OFF \
+    -DSYLVA_BUILD_CUDA=OFF || status=1
 fi
 
 echo "==== run_tests summary ===="

@@ -23,6 +23,12 @@ using ir::OpKind;
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
       : program(p), params(ps), options(o), backend(backend_for(o.device)) {
+    if (o.device.kind != DeviceKind::cpu) {
+      backend.supports(OpKind::MatMul);  // without CUDA, the no_cuda stub throws how to build with it
+      SYLVA_THROW("[executor] cannot run on ", o.device.str(),
+                  " yet: the runtime keeps its tensors in host memory, and device arenas for it are not built (the "
+                  "CUDA backend's kernels work on device memory; see docs/architecture.md, \"CUDA\")");
+    }
     if (o.threads > 0) backend.set_threads(o.threads);
     sync();
   }

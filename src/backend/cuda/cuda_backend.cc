@@ -1,0 +1,251 @@
+// The CUDA backend: cuBLAS GEMMs, the row-movement kernels of
+// kernels/cuda, and fused elementwise groups generated as CUDA source and
+// compiled with NVRTC (single elementwise ops run as one-step groups).
+// Every call is synchronous on the backend's stream for now: the runtime
+// does not keep its tensors on the device yet (see docs/architecture.md).
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "../backend_factories.h"
+#include "cuda/rows.h"
+#include "cuda_check.h"
+#include "fused_codegen.h"
+#include "nvrtc_cache.h"
+#include "sylva/core/log.h"
+
+namespace sylva {
+namespace {
+
+using ir::OpKind;
+
+struct StreamDeleter {
+  void operator()(CUstream_st* s) const { cudaStreamDestroy(s); }
+};
+struct CublasDeleter {
+  void operator()(cublasContext* h) const { cublasDestroy(h); }
+};
+struct DeviceDeleter {
+  void operator()(void* p) const { cudaFree(p); }
+};
+struct LibraryDeleter {
+  void operator()(CUlib_st* l) const { cudaLibraryUnload(l); }
+};
+
+// Grow-only device scratch (index tables): no cudaMalloc in the steady state.
+class DeviceScratch {
+ public:
+  void* reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      void* p = nullptr;
+      SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes * 2));
+      data_.reset(p);
+      capacity_ = bytes * 2;
+    }
+    return data_.get();
+  }
+
+ private:
+  std::unique_ptr<void, DeviceDeleter> data_;
+  size_t capacity_ = 0;
+};
+
+bool elementwise(OpKind op) {
+  switch (op) {
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Tanh: case OpKind::Sigmoid:
+    case OpKind::Relu: case OpKind::Exp: case OpKind::Log: case OpKind::Scale: case OpKind::TanhGrad:
+    case OpKind::SigmoidGrad: case OpKind::ReluGrad: case OpKind::LogGrad:
+      return true;
+    default: return false;
+  }
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int index) : index_(index), cache_(cuda::NvrtcCache::default_dir()) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    SYLVA_CHECK(err == cudaSuccess && index >= 0 && index < count, "[cuda] no CUDA device ", index, " visible (",
+                err == cudaSuccess ? std::to_string(count) + " device(s) found" : cudaGetErrorString(err),
+                "); use Device::cpu() or run on a machine with an NVIDIA GPU");
+    SYLVA_CUDA_CHECK(cudaSetDevice(index));
+    SYLVA_CUDA_CHECK(cudaFree(nullptr));  // creates the context now, not inside the first kernel call
+    cudaDeviceProp prop{};
+    SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+    arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    cudaStream_t s = nullptr;
+    SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    stream_.reset(s);
+    cublasHandle_t h = nullptr;
+    SYLVA_CUBLAS_CHECK(cublasCreate(&h));
+    cublas_.reset(h);
+    SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+  }
+
+  Device device() const override { return Device::cuda(index_); }
+  std::string name() const override { return "cuda"; }
+  bool supports(OpKind op) const override { return op == OpKind::MatMul || elementwise(op); }
+
+  void run(const KernelArgs& a) override {
+    SYLVA_CHECK(supports(a.node.op), "[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");
+    if (a.node.op == OpKind::MatMul) return matmul(a);
+    SYLVA_CHECK(!a.accumulate, "[cuda] op '", ir::op_name(a.node.op), "' cannot accumulate into its output");
+    FusedProgram p;
+    FusedStep st;
+    st.op = a.node.op;
+    st.cols = a.out.cols;
+    st.alpha = a.node.attrs.alpha;
+    st.output = 0;
+    for (size_t i = 0; i < a.in.size(); ++i) st.args.push_back(-1 - static_cast<int32_t>(i));
+    p.steps.push_back(st);
+    p.name = std::string(ir::op_name(a.node.op));
+    SYLVA_CHECK(run_fused(p, a.in, std::span<const MatView>(&a.out, 1), a.out.rows), "[cuda] op '", p.name,
+                "' could not be generated");
+  }
+
+  void copy_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
+                 std::span<const int32_t> dst_idx) override {
+    const int64_t n = !src_idx.empty() ? static_cast<int64_t>(src_idx.size()) : dst.rows;
+    const auto [s, d] = upload(src_idx, dst_idx);
+    SYLVA_CUDA_CHECK(static_cast<cudaError_t>(cuda_kernels::copy_rows(
+        src.data, s, dst.data, d, n, dst.cols, static_cast<int>(dtype_size(dst.dtype)), stream_.get())));
+    sync();
+  }
+  void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
+                std::span<const int32_t> dst_idx) override {
+    const int64_t n = !src_idx.empty() ? static_cast<int64_t>(src_idx.size()) : src.rows;
+    const auto [s, d] = upload(src_idx, dst_idx);
+    SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
+        cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream_.get())));
+    sync();
+  }
+  void fill_zero(MatView dst) override {
+    SYLVA_CUDA_CHECK(cudaMemsetAsync(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype),
+                                     stream_.get()));
+    sync();
+  }
+  void accumulate(MatView src, MatView dst) override {
+    SYLVA_CHECK(src.numel() == dst.numel(), "[cuda] accumulate: ", src.numel(), " elements into ", dst.numel());
+    SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
+        cuda_kernels::accumulate(src.data, dst.data, dst.numel(), dst.dtype == DType::f64, stream_.get())));
+    sync();
+  }
+
+  bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
+                 int64_t rows) override {
+    if (rows == 0) return true;
+    std::vector<int64_t> cols;
+    for (const MatView& v : in) cols.push_back(v.cols);
+    const DType dtype = out.front().dtype;
+    cuda::FusedKernel k;
+    try {
+      k = cuda::fused_kernel_source(prog, dtype, cols);
+    } catch (const Error& e) {
+      warn_once(prog.name, e.what());
+      return false;
+    }
+    const cudaKernel_t f = kernel(k);
+    // SylvaFusedArgs: eight-byte words only (see kernels/templates/fused_rows.cu).
+    std::vector<uint64_t> words;
+    for (const MatView& v : in) words.push_back(reinterpret_cast<uint64_t>(v.data));
+    for (const MatView& v : in) words.push_back(static_cast<uint64_t>(v.rows == 1 ? 0 : v.cols));
+    for (const MatView& v : out) words.push_back(reinterpret_cast<uint64_t>(v.data));
+    words.push_back(static_cast<uint64_t>(rows));
+    void* params[] = {words.data()};  // the kernel's one parameter, the struct
+    const int64_t blocks = std::min<int64_t>((rows + k.warps - 1) / k.warps, 65535);
+    SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(static_cast<unsigned>(blocks)),
+                                      dim3(static_cast<unsigned>(k.warps * 32)), params, 0, stream_.get()));
+    sync();
+    return true;
+  }
+
+  void set_threads(int) override {}
+
+ private:
+  void sync() { SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+  void matmul(const KernelArgs& a) {
+    const MatView &x = a.in[0], &y = a.in[1];
+    const bool ta = a.node.attrs.trans_a, tb = a.node.attrs.trans_b;
+    const int m = static_cast<int>(a.out.rows), n = static_cast<int>(a.out.cols);
+    const int k = static_cast<int>(ta ? x.rows : x.cols);
+    if (a.out.numel() == 0) return;
+    if (k == 0) {
+      if (!a.accumulate) fill_zero(a.out);
+      return;
+    }
+    // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ.
+    const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (a.out.dtype == DType::f64) {
+      const double one = 1, beta = a.accumulate ? 1 : 0;
+      SYLVA_CUBLAS_CHECK(cublasDgemm(cublas_.get(), ob, oa, n, m, k, &one, y.as<const double>(),
+                                     static_cast<int>(y.cols), x.as<const double>(), static_cast<int>(x.cols), &beta,
+                                     a.out.as<double>(), n));
+    } else {
+      const float one = 1, beta = a.accumulate ? 1 : 0;
+      SYLVA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), ob, oa, n, m, k, &one, y.as<const float>(),
+                                     static_cast<int>(y.cols), x.as<const float>(), static_cast<int>(x.cols), &beta,
+                                     a.out.as<float>(), n));
+    }
+    sync();
+  }
+
+  // Index tables to the device (nullptr for an empty span: the identity).
+  std::pair<const int32_t*, const int32_t*> upload(std::span<const int32_t> a, std::span<const int32_t> b) {
+    const size_t bytes = (a.size() + b.size()) * sizeof(int32_t);
+    if (bytes == 0) return {nullptr, nullptr};
+    auto* base = static_cast<int32_t*>(indices_.reserve(bytes));
+    if (!a.empty())
+      SYLVA_CUDA_CHECK(cudaMemcpyAsync(base, a.data(), a.size_bytes(), cudaMemcpyHostToDevice, stream_.get()));
+    if (!b.empty())
+      SYLVA_CUDA_CHECK(
+          cudaMemcpyAsync(base + a.size(), b.data(), b.size_bytes(), cudaMemcpyHostToDevice, stream_.get()));
+    return {a.empty() ? nullptr : base, b.empty() ? nullptr : base + a.size()};
+  }
+
+  // The kernel of a generated source, compiled (or found in the cache) and
+  // loaded once; the runtime API's libraries need no link to libcuda.
+  cudaKernel_t kernel(const cuda::FusedKernel& k) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = modules_.find(k.source);
+    if (it == modules_.end()) {
+      const std::shared_ptr<const std::string> cubin = cache_.compile(k.source, arch_);
+      cudaLibrary_t lib = nullptr;
+      SYLVA_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      std::unique_ptr<CUlib_st, LibraryDeleter> owned(lib);
+      cudaKernel_t f = nullptr;
+      SYLVA_CUDA_CHECK(cudaLibraryGetKernel(&f, lib, k.kernel.c_str()));
+      it = modules_.emplace(k.source, Loaded{std::move(owned), f}).first;
+    }
+    return it->second.function;
+  }
+
+  void warn_once(const std::string& program, const std::string& why) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (warned_.insert(program).second)
+      log(LogLevel::warning, "[cuda] fused group '" + program + "' runs unfused: " + why);
+  }
+
+  struct Loaded {
+    std::unique_ptr<CUlib_st, LibraryDeleter> library;
+    cudaKernel_t function;
+  };
+
+  int index_;
+  std::string arch_;
+  cuda::NvrtcCache cache_;
+  std::unique_ptr<CUstream_st, StreamDeleter> stream_;
+  std::unique_ptr<cublasContext, CublasDeleter> cublas_;
+  DeviceScratch indices_;
+  std::mutex mutex_;
+  std::map<std::string, Loaded> modules_;
+  std::set<std::string> warned_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+
+}  // namespace sylva

@@ -1,0 +1,121 @@
+// NVRTC compile + cache. Disk entries: a header line
+// "sylva-nvrtc 1 <bytes> <fnv1a of the bytes>" then the CUBIN.
+#include "nvrtc_cache.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "cuda_check.h"
+#include "sylva/core/file.h"
+#include "sylva/core/log.h"
+
+namespace sylva::cuda {
+
+namespace {
+
+uint64_t fnv1a(const std::string& text, uint64_t h = 1469598103934665603ull) {
+  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// RAII for an NVRTC program.
+struct Program {
+  nvrtcProgram p = nullptr;
+  ~Program() {
+    if (p) nvrtcDestroyProgram(&p);
+  }
+};
+
+std::string nvrtc_compile(const std::string& source, const std::string& arch) {
+  Program prog;
+  SYLVA_NVRTC_CHECK(nvrtcCreateProgram(&prog.p, source.c_str(), "sylva_fused.cu", 0, nullptr, nullptr));
+  const std::string arch_flag = "--gpu-architecture=" + arch;
+  const char* opts[] = {arch_flag.c_str(), "--std=c++17"};
+  const nvrtcResult r = nvrtcCompileProgram(prog.p, 2, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    nvrtcGetProgramLogSize(prog.p, &n);
+    std::string log(n, '\0');
+    if (n) nvrtcGetProgramLog(prog.p, log.data());
+    SYLVA_THROW("[nvrtc] generated kernel does not compile for ", arch, " (", nvrtcGetErrorString(r), "):\n", log);
+  }
+  size_t size = 0;
+  SYLVA_NVRTC_CHECK(nvrtcGetCUBINSize(prog.p, &size));
+  std::string cubin(size, '\0');
+  SYLVA_NVRTC_CHECK(nvrtcGetCUBIN(prog.p, cubin.data()));
+  return cubin;
+}
+
+}  // namespace
+
+NvrtcCache::NvrtcCache(std::string dir) : dir_(std::move(dir)) {}
+
+std::string NvrtcCache::default_dir() {
+  if (const char* d = std::getenv("SYLVA_KERNEL_CACHE"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/sylva/kernels";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/sylva/kernels";
+  return "";
+}
+
+std::string NvrtcCache::key(const std::string& source, const std::string& arch) const {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return hex(fnv1a(source, fnv1a(arch + "|nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "|")));
+}
+
+std::string NvrtcCache::entry_path(const std::string& source, const std::string& arch) const {
+  return dir_.empty() ? "" : dir_ + "/" + key(source, arch) + ".cubin";
+}
+
+std::shared_ptr<const std::string> NvrtcCache::compile(const std::string& source, const std::string& arch) {
+  const std::string k = key(source, arch);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = memory_.find(k); it != memory_.end()) {
+    ++stats_.memory_hits;
+    return it->second;
+  }
+  const std::string path = entry_path(source, arch);
+  if (!path.empty() && std::filesystem::exists(path)) {
+    std::ifstream in(path, std::ios::binary);
+    std::string magic, payload;
+    int version = 0;
+    size_t bytes = 0;
+    std::string sum;
+    in >> magic >> version >> bytes >> sum;
+    in.get();  // the newline
+    payload.resize(bytes);
+    in.read(payload.data(), static_cast<std::streamsize>(bytes));
+    if (magic == "sylva-nvrtc" && version == 1 && in.gcount() == static_cast<std::streamsize>(bytes) &&
+        hex(fnv1a(payload)) == sum) {
+      ++stats_.disk_hits;
+      return memory_[k] = std::make_shared<const std::string>(std::move(payload));
+    }
+    ++stats_.damaged;
+    log(LogLevel::warning, "[nvrtc] kernel cache entry " + path + " is damaged; compiling again");
+  }
+  auto cubin = std::make_shared<const std::string>(nvrtc_compile(source, arch));
+  ++stats_.compiles;
+  if (!path.empty()) {
+    std::filesystem::create_directories(dir_);
+    write_file_atomically(path, "sylva-nvrtc 1 " + std::to_string(cubin->size()) + " " + hex(fnv1a(*cubin)) + "\n" +
+                                    *cubin);
+  }
+  return memory_[k] = cubin;
+}
+
+NvrtcCache::Stats NvrtcCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+}  // namespace sylva::cuda

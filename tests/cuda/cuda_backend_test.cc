@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 
 #include "support/test_util.h"
@@ -163,6 +164,136 @@ TEST_F(CudaBackendTest, AFusedGroupMatchesTheCpu) {
     EXPECT_LT(error(o0g.download(), o0c.host), 1e-5) << rows << " rows";
     EXPECT_LT(error(o1g.download(), o1c.host), 1e-5) << rows << " rows";
   }
+}
+
+// Bytes on the host and the same bytes on the device.
+struct Raw {
+  std::vector<char> host;
+  void* dev = nullptr;
+  explicit Raw(size_t bytes) : host(std::max<size_t>(bytes, 1)) {
+    EXPECT_EQ(cudaMalloc(&dev, host.size()), cudaSuccess);
+  }
+  ~Raw() { cudaFree(dev); }
+  void upload() { EXPECT_EQ(cudaMemcpy(dev, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess); }
+  std::vector<char> download() const {
+    std::vector<char> out(host.size());
+    EXPECT_EQ(cudaMemcpy(out.data(), dev, out.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return out;
+  }
+};
+
+// One op on both backends: float inputs are random in [lo, hi], int32
+// inputs (ids, labels) random in [-1, id_max); outputs compared by
+// normalised error.
+struct OpCase {
+  OpKind op;
+  std::vector<std::pair<int64_t, int64_t>> in_shapes;  // (rows, cols)
+  std::vector<bool> in_ids;                            // int32 ids
+  std::pair<int64_t, int64_t> out_shape;
+  ir::Attrs attrs{};
+  int32_t id_max = 0;
+  float lo = -2, hi = 2;
+};
+
+// compare = false: the GPU only (for error paths the CPU would report first).
+double run_case(Backend& cpu, Backend& gpu, const OpCase& c, DType t, ExecContext ctx = {}, bool compare = true) {
+  std::mt19937 rng(static_cast<uint32_t>(c.op) * 31 + 7);
+  const size_t es = dtype_size(t);
+  std::vector<std::unique_ptr<Raw>> ins;
+  std::vector<MatView> in_h, in_d;
+  for (size_t i = 0; i < c.in_shapes.size(); ++i) {
+    const auto [r, k] = c.in_shapes[i];
+    const bool ids = i < c.in_ids.size() && c.in_ids[i];
+    auto buf = std::make_unique<Raw>(static_cast<size_t>(r * k) * (ids ? 4 : es));
+    for (int64_t j = 0; j < r * k; ++j) {
+      if (ids) {
+        const int32_t id = std::uniform_int_distribution<int32_t>(-1, c.id_max - 1)(rng);
+        reinterpret_cast<int32_t*>(buf->host.data())[j] = id;
+      } else {
+        const double v = std::uniform_real_distribution<double>(c.lo, c.hi)(rng);
+        if (t == DType::f64) reinterpret_cast<double*>(buf->host.data())[j] = v;
+        else reinterpret_cast<float*>(buf->host.data())[j] = static_cast<float>(v);
+      }
+    }
+    buf->upload();
+    const DType dt = ids ? DType::i32 : t;
+    in_h.push_back({buf->host.data(), r, k, dt});
+    in_d.push_back({buf->dev, r, k, dt});
+    ins.push_back(std::move(buf));
+  }
+  const auto [orows, ocols] = c.out_shape;
+  Raw out_h(static_cast<size_t>(orows * ocols) * es), out_d(static_cast<size_t>(orows * ocols) * es);
+  ir::Node node;
+  node.op = c.op;
+  node.attrs = c.attrs;
+  if (compare) cpu.run({node, in_h, {out_h.host.data(), orows, ocols, t}, ctx});
+  gpu.run({node, in_d, {out_d.dev, orows, ocols, t}, ctx});
+  if (!compare) return 0;
+  const std::vector<char> got = out_d.download();
+  std::vector<float> a, b;
+  for (int64_t j = 0; j < orows * ocols; ++j) {
+    if (t == DType::f64) {
+      a.push_back(static_cast<float>(reinterpret_cast<const double*>(got.data())[j]));
+      b.push_back(static_cast<float>(reinterpret_cast<const double*>(out_h.host.data())[j]));
+    } else {
+      a.push_back(reinterpret_cast<const float*>(got.data())[j]);
+      b.push_back(reinterpret_cast<const float*>(out_h.host.data())[j]);
+    }
+  }
+  return error(a, b);
+}
+
+TEST_F(CudaBackendTest, EveryOtherOpMatchesTheCpu) {
+  Backend& gpu = backend_for(Device::cuda());
+  ir::Attrs mean;
+  mean.reduction = ir::Reduction::mean;
+  ir::Attrs slice;
+  slice.begin = 3;
+  ir::Attrs assemble;
+  assemble.ranges = {0, 5, 3, 8};
+  assemble.width = 9;
+  ir::Attrs drop;
+  drop.alpha = 0.3;
+  const std::vector<OpCase> cases = {
+      {OpKind::Softmax, {{40, 1000}}, {}, {40, 1000}},
+      {OpKind::LogSoftmax, {{40, 37}}, {}, {40, 37}},
+      {OpKind::SoftmaxGrad, {{40, 37}, {40, 37}}, {}, {40, 37}, {}, 0, 0.01f, 1},
+      {OpKind::LogSoftmaxGrad, {{40, 37}, {40, 37}}, {}, {40, 37}},
+      {OpKind::SoftmaxCrossEntropy, {{40, 37}, {40, 1}}, {false, true}, {1, 1}, {}, 37},
+      {OpKind::SoftmaxCrossEntropy, {{40, 37}, {40, 1}}, {false, true}, {1, 1}, mean, 37},
+      {OpKind::SoftmaxCrossEntropyGrad, {{40, 37}, {40, 1}, {1, 1}}, {false, true}, {40, 37}, mean, 37},
+      {OpKind::Sum, {{300, 70}}, {}, {1, 1}},
+      {OpKind::Mean, {{300, 70}}, {}, {1, 1}},
+      {OpKind::SumRows, {{300, 70}}, {}, {1, 70}},
+      {OpKind::Broadcast, {{1, 70}}, {}, {30, 70}},
+      {OpKind::Broadcast, {{1, 1}}, {}, {30, 70}, mean},
+      {OpKind::Lookup, {{50, 16}, {90, 1}}, {false, true}, {90, 16}, {}, 50},
+      {OpKind::LookupGrad, {{90, 16}, {90, 1}}, {false, true}, {50, 16}, {}, 50},
+      {OpKind::Slice, {{20, 10}}, {}, {20, 4}, slice},
+      {OpKind::Concat, {{20, 10}, {20, 3}}, {}, {20, 13}},
+      {OpKind::Assemble, {{20, 5}, {20, 5}}, {}, {20, 9}, assemble},
+      {OpKind::DropoutMask, {{64, 33}}, {}, {64, 33}, drop},
+  };
+  for (DType t : {DType::f32, DType::f64})
+    for (const OpCase& c : cases) {
+      ASSERT_TRUE(gpu.supports(c.op)) << ir::op_name(c.op);
+      ExecContext ctx;
+      ctx.training = true;
+      ctx.seed = 11;
+      ctx.step = 3;
+      EXPECT_LT(run_case(cpu, gpu, c, t, ctx), t == DType::f64 ? 1e-12 : 1e-5)
+          << ir::op_name(c.op) << " in " << dtype_name(t);
+    }
+}
+
+TEST_F(CudaBackendTest, BadIdsAndLabelsAreErrorsNamingTheRow) {
+  Backend& gpu = backend_for(Device::cuda());
+  // 30 ids drawn from [-1, 9) against a table of 5 rows: some are out of range.
+  const OpCase lookup{OpKind::Lookup, {{5, 4}, {30, 1}}, {false, true}, {30, 4}, {}, 9};
+  EXPECT_CONTAINS(test::error_of([&] { run_case(cpu, gpu, lookup, DType::f32, {}, false); }),
+                  "is out of range [0, 5) of the table");
+  const OpCase xent{OpKind::SoftmaxCrossEntropy, {{30, 3}, {30, 1}}, {false, true}, {1, 1}, {}, 9};
+  EXPECT_CONTAINS(test::error_of([&] { run_case(cpu, gpu, xent, DType::f32, {}, false); }), "out of range [0, 3)");
 }
 
 TEST_F(CudaBackendTest, AnExecutorOnCudaSaysWhyItCannotRunYet) {

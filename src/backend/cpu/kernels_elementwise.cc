@@ -2,6 +2,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
+#include "../dropout_key.h"
 #include "cpu_kernels.h"
 
 namespace sylva::cpu {
@@ -64,15 +65,6 @@ template <class T> struct Scale {
   static void run(const KernelArgs& a) { out_arr<T>(a) = in_arr<T>(a, 0) * static_cast<T>(a.node.attrs.alpha); }
 };
 
-// Counter-based: the mask bit of (seed, step, node, vertex, column) is a pure
-// function, so Serial and Bfs (which order rows differently) agree.
-inline uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 template <class T>
 struct DropoutMask {
   static void run(const KernelArgs& a) {
@@ -84,9 +76,7 @@ struct DropoutMask {
     }
     const double p = a.node.attrs.alpha;
     const T keep = static_cast<T>(1.0 / (1.0 - p));
-    // Keyed by the node the mask was written as (attrs.ref when a pass re-emitted it), so reordering F keeps it.
-    const ir::NodeId key = a.node.attrs.ref != ir::kNoNode ? a.node.attrs.ref : a.node.id;
-    const uint64_t base = mix(a.ctx.seed ^ mix(a.ctx.step * 0x100000001B3ull + static_cast<uint64_t>(key)));
+    const uint64_t base = dropout_base(a.ctx, a.node);
     for (int64_t r = 0; r < R; ++r) {
       uint64_t v = static_cast<uint64_t>(a.ctx.row_vertex ? a.ctx.row_vertex[r] : r);
       uint64_t row_key = mix(base ^ (v * 0xD6E8FEB86659FD93ull));

@@ -1,6 +1,7 @@
-// The CUDA backend: cuBLAS GEMMs, the row-movement kernels of
-// kernels/cuda, and fused elementwise groups generated as CUDA source and
-// compiled with NVRTC (single elementwise ops run as one-step groups).
+// The CUDA backend: cuBLAS GEMMs, the kernels of kernels/cuda (row
+// movement, softmax family, cross-entropy, reductions, lookup, dropout), and
+// fused groups generated as CUDA source and compiled with NVRTC (single
+// elementwise and column ops run as one-step groups).
 // Every call is synchronous on the backend's stream for now: the runtime
 // does not keep its tensors on the device yet (see docs/architecture.md).
 #include <map>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "../backend_factories.h"
+#include "../dropout_key.h"
+#include "cuda/ops.h"
 #include "cuda/rows.h"
 #include "cuda_check.h"
 #include "fused_codegen.h"
@@ -52,15 +55,25 @@ class DeviceScratch {
   size_t capacity_ = 0;
 };
 
-bool elementwise(OpKind op) {
+// Ops with a kernel of their own in kernels/cuda/ops.cu (the fusible ones
+// run as one-step fused groups, MatMul through cuBLAS).
+bool own_kernel(OpKind op) {
   switch (op) {
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Tanh: case OpKind::Sigmoid:
-    case OpKind::Relu: case OpKind::Exp: case OpKind::Log: case OpKind::Scale: case OpKind::TanhGrad:
-    case OpKind::SigmoidGrad: case OpKind::ReluGrad: case OpKind::LogGrad:
+    case OpKind::Softmax: case OpKind::LogSoftmax: case OpKind::SoftmaxGrad: case OpKind::LogSoftmaxGrad:
+    case OpKind::SoftmaxCrossEntropy: case OpKind::SoftmaxCrossEntropyGrad: case OpKind::Sum: case OpKind::Mean:
+    case OpKind::SumRows: case OpKind::Broadcast: case OpKind::Lookup: case OpKind::LookupGrad:
+    case OpKind::DropoutMask:
       return true;
     default: return false;
   }
 }
+
+// Device scalars the validating and reducing kernels use: two doubles, then
+// the first bad row (-1: none).
+struct Scalars {
+  double sums[2];
+  int64_t bad_row;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -82,23 +95,28 @@ class CudaBackend final : public Backend {
     SYLVA_CUBLAS_CHECK(cublasCreate(&h));
     cublas_.reset(h);
     SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+    scalars_ = static_cast<Scalars*>(scalars_buffer_.reserve(sizeof(Scalars)));
   }
 
   Device device() const override { return Device::cuda(index_); }
   std::string name() const override { return "cuda"; }
-  bool supports(OpKind op) const override { return op == OpKind::MatMul || elementwise(op); }
+  bool supports(OpKind op) const override { return op == OpKind::MatMul || fusible_op(op) || own_kernel(op); }
 
   void run(const KernelArgs& a) override {
     SYLVA_CHECK(supports(a.node.op), "[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");
     if (a.node.op == OpKind::MatMul) return matmul(a);
     SYLVA_CHECK(!a.accumulate, "[cuda] op '", ir::op_name(a.node.op), "' cannot accumulate into its output");
+    if (own_kernel(a.node.op)) return run_own(a);
     FusedProgram p;
     FusedStep st;
     st.op = a.node.op;
     st.cols = a.out.cols;
     st.alpha = a.node.attrs.alpha;
+    st.begin = a.node.attrs.begin;
     st.output = 0;
     for (size_t i = 0; i < a.in.size(); ++i) st.args.push_back(-1 - static_cast<int32_t>(i));
+    if (st.op == OpKind::Assemble)
+      for (size_t i = 0; i < a.in.size(); ++i) st.offsets.push_back(a.node.attrs.ranges[2 * i]);
     p.steps.push_back(st);
     p.name = std::string(ir::op_name(a.node.op));
     SYLVA_CHECK(run_fused(p, a.in, std::span<const MatView>(&a.out, 1), a.out.rows), "[cuda] op '", p.name,
@@ -165,6 +183,95 @@ class CudaBackend final : public Backend {
 
  private:
   void sync() { SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+  void check(int launched) { SYLVA_CUDA_CHECK(static_cast<cudaError_t>(launched)); }
+
+  // The first row a validating kernel flagged (-1: none), after the stream.
+  int64_t bad_row() {
+    int64_t row = -1;
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(&row, &scalars_->bad_row, sizeof row, cudaMemcpyDeviceToHost, stream_.get()));
+    sync();
+    return row;
+  }
+  int32_t id_at(const MatView& ids, int64_t row) {
+    int32_t id = 0;
+    SYLVA_CUDA_CHECK(cudaMemcpy(&id, ids.as<const int32_t>() + row, sizeof id, cudaMemcpyDeviceToHost));
+    return id;
+  }
+
+  void run_own(const KernelArgs& a) {
+    const bool f64 = a.out.dtype == DType::f64;
+    void* s = stream_.get();
+    const MatView& x = a.in[0];
+    SYLVA_CUDA_CHECK(cudaMemsetAsync(&scalars_->bad_row, 0xff, sizeof(int64_t), stream_.get()));
+    switch (a.node.op) {
+      case OpKind::Softmax:
+      case OpKind::LogSoftmax:
+        check(cuda_kernels::softmax(x.data, a.out.data, a.out.rows, a.out.cols, a.node.op == OpKind::LogSoftmax, f64,
+                                    s));
+        break;
+      case OpKind::SoftmaxGrad:
+      case OpKind::LogSoftmaxGrad:
+        check(cuda_kernels::softmax_grad(x.data, a.in[1].data, a.out.data, a.out.rows, a.out.cols,
+                                         a.node.op == OpKind::LogSoftmaxGrad, f64, s));
+        break;
+      case OpKind::SoftmaxCrossEntropy:
+      case OpKind::SoftmaxCrossEntropyGrad: {
+        const bool mean = a.node.attrs.reduction == ir::Reduction::mean;
+        const auto* labels = a.in[1].as<const int32_t>();
+        if (a.node.op == OpKind::SoftmaxCrossEntropy)
+          check(cuda_kernels::cross_entropy(x.data, labels, a.out.data, x.rows, x.cols, mean, scalars_->sums,
+                                            &scalars_->bad_row, f64, s));
+        else
+          check(cuda_kernels::cross_entropy_grad(x.data, labels, a.in[2].data, a.out.data, x.rows, x.cols, mean,
+                                                 scalars_->sums, &scalars_->bad_row, f64, s));
+        if (const int64_t r = bad_row(); r >= 0)
+          SYLVA_THROW("[softmax_cross_entropy] label ", id_at(a.in[1], r), " at row ", r, " out of range [0, ",
+                      x.cols, ") (use -1 for no loss)");
+        break;
+      }
+      case OpKind::Sum:
+      case OpKind::Mean:
+        check(cuda_kernels::sum_all(x.data, a.out.data, x.numel(), a.node.op == OpKind::Mean, scalars_->sums, f64,
+                                    s));
+        break;
+      case OpKind::SumRows: check(cuda_kernels::sum_rows(x.data, a.out.data, x.rows, x.cols, f64, s)); break;
+      case OpKind::Broadcast: {
+        const int64_t n = a.out.rows * a.out.cols;
+        const double scale = a.node.attrs.reduction == ir::Reduction::mean && n > 0 ? 1.0 / static_cast<double>(n)
+                                                                                   : 1.0;
+        check(cuda_kernels::broadcast(x.data, x.numel(), a.out.data, a.out.rows, a.out.cols, scale, f64, s));
+        break;
+      }
+      case OpKind::Lookup:
+      case OpKind::LookupGrad: {
+        const auto* ids = a.in[1].as<const int32_t>();
+        const bool fwd = a.node.op == OpKind::Lookup;
+        const int64_t table_rows = fwd ? x.rows : a.out.rows;
+        if (fwd)
+          check(cuda_kernels::lookup(x.data, table_rows, ids, a.out.data, a.out.rows, a.out.cols, &scalars_->bad_row,
+                                     f64, s));
+        else
+          check(cuda_kernels::lookup_grad(x.data, ids, a.out.data, x.rows, table_rows, a.out.cols, &scalars_->bad_row,
+                                          f64, s));
+        if (const int64_t r = bad_row(); r >= 0)
+          SYLVA_THROW("[lookup] id ", id_at(a.in[1], r), " at row ", r, " is out of range [0, ", table_rows,
+                      ") of the table");
+        break;
+      }
+      case OpKind::DropoutMask: {
+        const double p = a.ctx.training ? a.node.attrs.alpha : 0.0;  // p = 0: every mask value is 1
+        const int32_t* vertices = nullptr;
+        if (a.ctx.training && a.ctx.row_vertex)
+          vertices = upload(std::span<const int32_t>(a.ctx.row_vertex, static_cast<size_t>(a.out.rows)), {}).first;
+        const uint64_t base = a.ctx.training ? dropout_base(a.ctx, a.node) : 0;
+        check(cuda_kernels::dropout_mask(a.out.data, a.out.rows, a.out.cols, base, vertices, p, f64, s));
+        break;
+      }
+      default: SYLVA_THROW("[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");
+    }
+    sync();
+  }
 
   void matmul(const KernelArgs& a) {
     const MatView &x = a.in[0], &y = a.in[1];
@@ -239,6 +346,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_;
   DeviceScratch indices_;
+  DeviceScratch scalars_buffer_;
+  Scalars* scalars_ = nullptr;
   std::mutex mutex_;
   std::map<std::string, Loaded> modules_;
   std::set<std::string> warned_;

@@ -17,6 +17,7 @@ __global__ void copy_rows_kernel(const T* src, const int32_t* src_idx, T* dst, c
   for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
     const int64_t s = src_idx ? src_idx[k] : k;
     const int64_t d = dst_idx ? dst_idx[k] : k;
+    if (d < 0) continue;
     T* out = dst + d * cols;
     if (s < 0) {
       for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) out[c] = T(0);

@@ -8,8 +8,9 @@
 namespace sylva::cuda_kernels {
 
 /// dst[dst_idx[k]] = src[src_idx[k]] for k < n, rows of `cols` elements of
-/// `elem_bytes` (4 or 8); a negative src index writes a zero row. Index
-/// arrays live in device memory; nullptr means the identity.
+/// `elem_bytes` (4 or 8); a negative src index writes a zero row, a negative
+/// dst index skips the row. Index arrays live in device memory; nullptr
+/// means the identity.
 int copy_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* dst_idx, int64_t n, int64_t cols,
               int elem_bytes, void* stream);
 /// dst[dst_idx[k]] += src[src_idx[k]] (negative indices skipped); atomic,

@@ -123,6 +123,12 @@ TEST_F(CudaBackendTest, RowMovementMatchesTheCpu) {
   cpu.add_rows(src.host_view(), from, d_cpu.host_view(), to);  // row 5 twice: scatter-add
   gpu.add_rows(src.dev_view(), from, d_gpu.dev_view(), to);
   EXPECT_LT(error(d_gpu.download(), d_cpu.host), 1e-6);
+  // Identity sources into scattered rows, one of them skipped (negative).
+  const std::vector<int32_t> scattered{4, -1, 1};
+  Mat few(3, 17, 12);
+  cpu.copy_rows(few.host_view(), {}, d_cpu.host_view(), scattered);
+  gpu.copy_rows(few.dev_view(), {}, d_gpu.dev_view(), scattered);
+  EXPECT_EQ(error(d_gpu.download(), d_cpu.host), 0);
   Mat acc_cpu(6, 17, 9), acc_gpu(6, 17, 9);
   cpu.accumulate(d_cpu.host_view(), acc_cpu.host_view());
   gpu.accumulate(d_gpu.dev_view(), acc_gpu.dev_view());

@@ -68,6 +68,12 @@ bool own_kernel(OpKind op) {
   }
 }
 
+// Rows a copy_rows / add_rows call moves: as many as its index spans, else
+// the source's rows (the CPU backend's rule).
+int64_t rows_moved(const MatView& src, std::span<const int32_t> si, std::span<const int32_t> di) {
+  return !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
+}
+
 // Device scalars the validating and reducing kernels use: two doubles, then
 // the first bad row (-1: none).
 struct Scalars {
@@ -125,7 +131,8 @@ class CudaBackend final : public Backend {
 
   void copy_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
                  std::span<const int32_t> dst_idx) override {
-    const int64_t n = !src_idx.empty() ? static_cast<int64_t>(src_idx.size()) : dst.rows;
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "copy_rows: ", src.cols, " vs ", dst.cols, " cols");
+    const int64_t n = rows_moved(src, src_idx, dst_idx);
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(cuda_kernels::copy_rows(
         src.data, s, dst.data, d, n, dst.cols, static_cast<int>(dtype_size(dst.dtype)), stream_.get())));
@@ -133,7 +140,8 @@ class CudaBackend final : public Backend {
   }
   void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
                 std::span<const int32_t> dst_idx) override {
-    const int64_t n = !src_idx.empty() ? static_cast<int64_t>(src_idx.size()) : src.rows;
+    SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "add_rows: ", src.cols, " vs ", dst.cols, " cols");
+    const int64_t n = rows_moved(src, src_idx, dst_idx);
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
         cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream_.get())));

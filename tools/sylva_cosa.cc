@@ -1,7 +1,7 @@
 // sylva-cosa: CoSA's one-shot MIP schedule of a layer, the analytical model
 // of any mapping, random-search baselines, and a whole network's table.
 //
-//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--weights u,c,t,l] [--pad 7] -o map.yaml
+//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--objective u,c,t,l] [--pad 7] -o map.yaml
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
 //   sylva-cosa search --algo random|hybrid --arch A --problem P [--mapspace M] [--valid 5] [--seconds S]
 //                     [--threads 2] [--victory 500] [--seed 1] [-o map.yaml]
@@ -43,7 +43,8 @@ Problem layer(const std::string& path, int64_t pad) {
   const Problem p = read_problem(path);
   const std::string big = large_primes(p, 7);
   if (pad <= 0) {
-    if (!big.empty()) std::printf("note: %s has large prime bounds (%s); --pad 7 pads them\n", p.name.c_str(), big.c_str());
+    if (!big.empty())
+      std::printf("note: %s has large prime bounds (%s); --pad 7 pads them\n", p.name.c_str(), big.c_str());
     return p;
   }
   const Problem padded = pad_problem(p, pad);
@@ -119,7 +120,8 @@ int main(int argc, char** argv) {
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
   sched->add_option("--problem", problem, "layer YAML")->required();
-  sched->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
+  sched->add_option("--weights,--objective", weights,
+                    "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
   sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")->capture_default_str();
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)");
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
@@ -129,7 +131,9 @@ int main(int argc, char** argv) {
   CLI::App* search = app.add_subcommand("search", "random or hybrid (Timeloop-like) search on the same model");
   common(search);
   search->add_option("--problem", problem, "layer YAML")->required();
-  search->add_option("--algo", algo, "random | hybrid")->capture_default_str()->check(CLI::IsMember({"random", "hybrid"}));
+  search->add_option("--algo", algo, "random | hybrid")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "hybrid"}));
   search->add_option("--valid", valid, "random: stop after this many valid mappings (the paper's random-5: 5)")
       ->capture_default_str();
   search->add_option("--seconds", seconds, "stop at this time budget (0: none; random: instead of --valid)")
@@ -143,7 +147,7 @@ int main(int argc, char** argv) {
                                                 "budget over a network's layers.yaml");
   common(batch);
   batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required();
-  batch->add_option("--weights", weights, "objective weights utilization,compute,traffic,latency");
+  batch->add_option("--weights,--objective", weights, "objective weights utilization,compute,traffic,latency");
   batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->capture_default_str();
   batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
       ->capture_default_str();

@@ -64,16 +64,6 @@ Timing time_it(int repeats, const std::function<void()>& f) {
   return {us[us.size() / 2], us.front(), us.back()};
 }
 
-FusedStep step(OpKind op, std::vector<int32_t> args, int64_t cols, int32_t out = -1, int64_t begin = 0) {
-  FusedStep s;
-  s.op = op;
-  s.args = std::move(args);
-  s.cols = cols;
-  s.output = out;
-  s.begin = begin;
-  return s;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,9 +101,10 @@ int main(int argc, char** argv) {
   // out0 = sigmoid(z[:, 0:h]) * tanh(z[:, h:2h]) + c (c: rows x h); out1 = tanh(out0)
   FusedProgram p;
   p.name = "lstm-gates";
-  p.steps = {step(OpKind::Slice, {-1}, h, -1, 0), step(OpKind::Slice, {-1}, h, -1, h), step(OpKind::Sigmoid, {0}, h),
-             step(OpKind::Tanh, {1}, h), step(OpKind::Mul, {2, 3}, h), step(OpKind::Add, {4, -2}, h, 0),
-             step(OpKind::Tanh, {5}, h, 1)};
+  p.steps = {fused_step(OpKind::Slice, {-1}, h, -1, 0), fused_step(OpKind::Slice, {-1}, h, -1, h),
+             fused_step(OpKind::Sigmoid, {0}, h),        fused_step(OpKind::Tanh, {1}, h),
+             fused_step(OpKind::Mul, {2, 3}, h),         fused_step(OpKind::Add, {4, -2}, h, 0),
+             fused_step(OpKind::Tanh, {5}, h, 1)};
   for (int64_t rows : rows_list) {
     Buffer z(rows, 5 * h), c(rows, h), o0(rows, h), o1(rows, h), t0(rows, h), t1(rows, h), t2(rows, h), zs(rows, h),
         zt(rows, h);
@@ -128,7 +119,7 @@ int main(int argc, char** argv) {
         gpu.run({n, in, out, ctx});
       };
       FusedProgram slice;
-      slice.steps = {step(OpKind::Slice, {-1}, h, 0, 0)};
+      slice.steps = {fused_step(OpKind::Slice, {-1}, h, 0, 0)};
       const MatView zin[] = {z.d()};
       const MatView zs_out[] = {zs.d()}, zt_out[] = {zt.d()};
       gpu.run_fused(slice, zin, zs_out, rows);

@@ -13,29 +13,18 @@ namespace {
 
 using ir::OpKind;
 
-FusedStep step(OpKind op, std::vector<int32_t> args, int64_t cols, int32_t output = -1) {
-  FusedStep s;
-  s.op = op;
-  s.args = std::move(args);
-  s.cols = cols;
-  s.output = output;
-  return s;
-}
-
 // An LSTM-like group: sigmoid of a slice, tanh of another, their product,
 // then a scaled copy and a concat as outputs.
 FusedProgram lstm_like() {
   FusedProgram p;
   p.name = "slice+sigmoid+tanh+mul+scale+concat";
-  FusedStep a = step(OpKind::Slice, {-1}, 4);
-  a.begin = 0;
-  FusedStep b = step(OpKind::Slice, {-1}, 4);
-  b.begin = 4;
-  p.steps = {a, b, step(OpKind::Sigmoid, {0}, 4), step(OpKind::Tanh, {1}, 4), step(OpKind::Mul, {2, 3}, 4, 0)};
-  FusedStep sc = step(OpKind::Scale, {4}, 4);
+  p.steps = {fused_step(OpKind::Slice, {-1}, 4, -1, 0), fused_step(OpKind::Slice, {-1}, 4, -1, 4),
+             fused_step(OpKind::Sigmoid, {0}, 4), fused_step(OpKind::Tanh, {1}, 4),
+             fused_step(OpKind::Mul, {2, 3}, 4, 0)};
+  FusedStep sc = fused_step(OpKind::Scale, {4}, 4);
   sc.alpha = 0.25;
   p.steps.push_back(sc);
-  p.steps.push_back(step(OpKind::Concat, {5, -2}, 7, 1));
+  p.steps.push_back(fused_step(OpKind::Concat, {5, -2}, 7, 1));
   return p;
 }
 
@@ -67,7 +56,7 @@ TEST(FusedCodegen, TheKernelSpellsOutEveryStep) {
 TEST(FusedCodegen, AssembleAddsItsPartsOneAfterAnother) {
   FusedProgram p;
   p.name = "assemble";
-  FusedStep s = step(OpKind::Assemble, {-1, -2}, 6, 0);
+  FusedStep s = fused_step(OpKind::Assemble, {-1, -2}, 6, 0);
   s.offsets = {0, 2};  // overlapping columns 2..3
   p.steps = {s};
   const std::vector<int64_t> cols{4, 4};
@@ -90,33 +79,33 @@ TEST(FusedCodegen, ProgramsThatCannotBeGeneratedAreErrors) {
   };
   FusedProgram p;
   p.name = "g";
-  p.steps = {step(OpKind::MatMul, {-1, -1}, 4, 0)};
+  p.steps = {fused_step(OpKind::MatMul, {-1, -1}, 4, 0)};
   EXPECT_CONTAINS(error(p, one), "step 0 (matmul): op is not fusible");
-  p.steps = {step(OpKind::Tanh, {1}, 4, 0), step(OpKind::Tanh, {-1}, 4)};
+  p.steps = {fused_step(OpKind::Tanh, {1}, 4, 0), fused_step(OpKind::Tanh, {-1}, 4)};
   EXPECT_CONTAINS(error(p, one), "reads step 1, which does not come before it");
-  p.steps = {step(OpKind::Tanh, {-2}, 4, 0)};
+  p.steps = {fused_step(OpKind::Tanh, {-2}, 4, 0)};
   EXPECT_CONTAINS(error(p, one), "reads input 1 of 1");
-  p.steps = {step(OpKind::Add, {-1}, 4, 0)};
+  p.steps = {fused_step(OpKind::Add, {-1}, 4, 0)};
   EXPECT_CONTAINS(error(p, one), "1 arguments, expected 2");
-  p.steps = {step(OpKind::Concat, {-1, -1}, 9, 0)};
+  p.steps = {fused_step(OpKind::Concat, {-1, -1}, 9, 0)};
   EXPECT_CONTAINS(error(p, one), "arguments have 8 columns in all, the step 9");
-  p.steps = {step(OpKind::Tanh, {-1}, 5, 0)};
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 5, 0)};
   EXPECT_CONTAINS(error(p, one), "argument 0 has 4 columns, the step 5");
-  p.steps = {step(OpKind::Tanh, {-1}, 4)};
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 4)};
   EXPECT_CONTAINS(error(p, one), "no step is an output");
-  FusedStep asm_step = step(OpKind::Assemble, {-1}, 4, 0);
+  FusedStep asm_step = fused_step(OpKind::Assemble, {-1}, 4, 0);
   asm_step.offsets = {2};
   p.steps = {asm_step};
   EXPECT_CONTAINS(error(p, one), "argument 0 at column 2 overruns 4 columns");
-  p.steps = {step(OpKind::Tanh, {-1}, 4, 0)};
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 4, 0)};
   EXPECT_CONTAINS(test::error_of([&] { fused_kernel_source(p, DType::i32, one); }), "f32 or f64");
   // Per-row scratch beyond shared memory: refused (the backend then runs the group unfused).
   const std::vector<int64_t> wide{20000};
-  p.steps = {step(OpKind::Tanh, {-1}, 20000), step(OpKind::Exp, {0}, 20000, 0)};
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 20000), fused_step(OpKind::Exp, {0}, 20000, 0)};
   EXPECT_CONTAINS(error(p, wide), "80000 bytes of scratch per row, more than the 49152 bytes");
   // Less scratch fits with fewer warps per block.
   const std::vector<int64_t> mid{4000};
-  p.steps = {step(OpKind::Tanh, {-1}, 4000), step(OpKind::Exp, {0}, 4000, 0)};
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 4000), fused_step(OpKind::Exp, {0}, 4000, 0)};
   EXPECT_EQ(fused_kernel_source(p, DType::f32, mid).warps, 2);
 }
 

@@ -13,15 +13,6 @@ namespace {
 
 using ir::OpKind;
 
-FusedStep step(OpKind op, std::vector<int32_t> args, int64_t cols, int32_t output = -1) {
-  FusedStep s;
-  s.op = op;
-  s.args = std::move(args);
-  s.cols = cols;
-  s.output = output;
-  return s;
-}
-
 TEST(FusedKernel, CpuMatchesTheOpsOneByOne) {
   constexpr int64_t R = 7;
   std::mt19937_64 rng(3);
@@ -31,18 +22,18 @@ TEST(FusedKernel, CpuMatchesTheOpsOneByOne) {
     for (double& e : *v) e = u(rng);
   // Inputs: -1 = X [R, 6], -2 = B [1, 3] (broadcast), -3 = Y [R, 3].
   FusedProgram p;
-  p.steps.push_back(step(OpKind::Slice, {-1}, 3));            // 0: X[:, 3:6], a view
+  p.steps.push_back(fused_step(OpKind::Slice, {-1}, 3));            // 0: X[:, 3:6], a view
   p.steps[0].begin = 3;
-  p.steps.push_back(step(OpKind::Sigmoid, {0}, 3));           // 1
-  p.steps.push_back(step(OpKind::Add, {1, -2}, 3, 0));        // 2: out 0
-  p.steps.push_back(step(OpKind::Mul, {2, -3}, 3));           // 3
-  p.steps.push_back(step(OpKind::Concat, {3, -1}, 9, 1));     // 4: out 1
-  p.steps.push_back(step(OpKind::Assemble, {0, 3}, 6, 2));    // 5: out 2
+  p.steps.push_back(fused_step(OpKind::Sigmoid, {0}, 3));           // 1
+  p.steps.push_back(fused_step(OpKind::Add, {1, -2}, 3, 0));        // 2: out 0
+  p.steps.push_back(fused_step(OpKind::Mul, {2, -3}, 3));           // 3
+  p.steps.push_back(fused_step(OpKind::Concat, {3, -1}, 9, 1));     // 4: out 1
+  p.steps.push_back(fused_step(OpKind::Assemble, {0, 3}, 6, 2));    // 5: out 2
   p.steps[5].offsets = {0, 3};
-  p.steps.push_back(step(OpKind::TanhGrad, {1, -3}, 3));      // 6
-  p.steps.push_back(step(OpKind::Scale, {6}, 3, 3));          // 7: out 3
+  p.steps.push_back(fused_step(OpKind::TanhGrad, {1, -3}, 3));      // 6
+  p.steps.push_back(fused_step(OpKind::Scale, {6}, 3, 3));          // 7: out 3
   p.steps[7].alpha = 0.5;
-  p.steps.push_back(step(OpKind::Slice, {-1}, 2, 4));         // 8: out 4, a copy
+  p.steps.push_back(fused_step(OpKind::Slice, {-1}, 2, 4));         // 8: out 4, a copy
   p.steps[8].begin = 1;
   std::vector<double> o0(R * 3), o1(R * 9), o2(R * 6), o3(R * 3), o4(R * 2);
   const MatView in[] = {{X.data(), R, 6, DType::f64}, {B.data(), 1, 3, DType::f64}, {Y.data(), R, 3, DType::f64}};
@@ -68,7 +59,7 @@ TEST(FusedKernel, CpuMatchesTheOpsOneByOne) {
 
 TEST(FusedKernel, AnOpThatCannotBeFusedIsAnError) {
   FusedProgram p;
-  p.steps.push_back(step(OpKind::MatMul, {-1, -1}, 2, 0));
+  p.steps.push_back(fused_step(OpKind::MatMul, {-1, -1}, 2, 0));
   std::vector<double> a(4), o(4);
   const MatView in[] = {{a.data(), 2, 2, DType::f64}};
   const MatView out[] = {{o.data(), 2, 2, DType::f64}};

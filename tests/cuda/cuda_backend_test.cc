@@ -143,14 +143,8 @@ TEST_F(CudaBackendTest, AFusedGroupMatchesTheCpu) {
   FusedProgram p;
   p.name = "gate";
   const auto st = [&](OpKind op, std::vector<int32_t> args, int64_t cols, int32_t out = -1, int64_t begin = 0) {
-    FusedStep s;
-    s.op = op;
-    s.args = std::move(args);
-    s.cols = cols;
-    s.output = out;
-    s.begin = begin;
-    s.alpha = 2;
-    p.steps.push_back(s);
+    p.steps.push_back(fused_step(op, std::move(args), cols, out, begin));
+    p.steps.back().alpha = 2;
   };
   st(OpKind::Slice, {-1}, 8, -1, 0);
   st(OpKind::Slice, {-1}, 8, -1, 8);

@@ -22,12 +22,7 @@ FusedProgram every_op() {
   FusedProgram p;
   p.name = "every-op";
   const auto add = [&](OpKind op, std::vector<int32_t> args, int64_t cols, int32_t out = -1) {
-    FusedStep s;
-    s.op = op;
-    s.args = std::move(args);
-    s.cols = cols;
-    s.output = out;
-    p.steps.push_back(s);
+    p.steps.push_back(fused_step(op, std::move(args), cols, out));
     return static_cast<int32_t>(p.steps.size() - 1);
   };
   const int32_t a = add(OpKind::Add, {-1, -2}, 4), b = add(OpKind::Sub, {a, -2}, 4), c = add(OpKind::Mul, {a, b}, 4);

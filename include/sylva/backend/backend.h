@@ -69,6 +69,18 @@ struct FusedStep {
   double alpha = 0.0;            // Scale
   int32_t output = -1;
 };
+/// A step of `op` over `args` giving `cols` columns; `output` >= 0 writes it
+/// to out[output]; `begin` is a Slice's first column.
+inline FusedStep fused_step(ir::OpKind op, std::vector<int32_t> args, int64_t cols, int32_t output = -1,
+                            int64_t begin = 0) {
+  FusedStep s;
+  s.op = op;
+  s.args = std::move(args);
+  s.cols = cols;
+  s.begin = begin;
+  s.output = output;
+  return s;
+}
 struct FusedProgram {
   std::vector<FusedStep> steps;
   std::string name;  // the ops, e.g. "sigmoid+tanh+mul"

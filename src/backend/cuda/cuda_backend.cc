@@ -114,13 +114,10 @@ class CudaBackend final : public Backend {
     SYLVA_CHECK(!a.accumulate, "[cuda] op '", ir::op_name(a.node.op), "' cannot accumulate into its output");
     if (own_kernel(a.node.op)) return run_own(a);
     FusedProgram p;
-    FusedStep st;
-    st.op = a.node.op;
-    st.cols = a.out.cols;
+    std::vector<int32_t> inputs;
+    for (size_t i = 0; i < a.in.size(); ++i) inputs.push_back(-1 - static_cast<int32_t>(i));
+    FusedStep st = fused_step(a.node.op, std::move(inputs), a.out.cols, 0, a.node.attrs.begin);
     st.alpha = a.node.attrs.alpha;
-    st.begin = a.node.attrs.begin;
-    st.output = 0;
-    for (size_t i = 0; i < a.in.size(); ++i) st.args.push_back(-1 - static_cast<int32_t>(i));
     if (st.op == OpKind::Assemble)
       for (size_t i = 0; i < a.in.size(); ++i) st.offsets.push_back(a.node.attrs.ranges[2 * i]);
     p.steps.push_back(st);

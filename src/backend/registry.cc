@@ -1,7 +1,21 @@
+#include <cstring>
+#include <map>
+#include <mutex>
+
 #include "backend_factories.h"
 #include "sylva/core/error.h"
 
 namespace sylva {
+
+void Backend::upload(void* dst, const void* src, size_t bytes) {
+  SYLVA_ASSERT(memory().host_visible(), name(), " has memory of its own but no upload()");
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+void Backend::download(void* dst, const void* src, size_t bytes) {
+  SYLVA_ASSERT(memory().host_visible(), name(), " has memory of its own but no download()");
+  if (bytes) std::memcpy(dst, src, bytes);
+}
 
 Backend& backend_for(Device device) {
   switch (device.kind) {
@@ -10,8 +24,12 @@ Backend& backend_for(Device device) {
       return *cpu;
     }
     case DeviceKind::cuda: {
-      static std::unique_ptr<Backend> cuda = make_cuda_backend(device.index);
-      return *cuda;
+      static std::mutex mutex;
+      static std::map<int, std::unique_ptr<Backend>> cuda;  // one per device index, made on first use
+      std::lock_guard<std::mutex> lock(mutex);
+      std::unique_ptr<Backend>& b = cuda[device.index];
+      if (!b) b = make_cuda_backend(device.index);
+      return *b;
     }
   }
   SYLVA_THROW("[backend] unknown device ", device.str());

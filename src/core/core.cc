@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -38,17 +39,41 @@ std::string Shape::str() const {
 
 // ---- Buffer --------------------------------------------------------------
 
-Buffer::~Buffer() { std::free(data_); }
+namespace {
+class HostMemory final : public Memory {
+ public:
+  void* allocate(size_t bytes) override {
+    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p) throw std::bad_alloc();
+    return p;
+  }
+  void release(void* p) noexcept override { std::free(p); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  bool host_visible() const override { return true; }
+};
+}  // namespace
+
+Memory& host_memory() {
+  static HostMemory memory;
+  return memory;
+}
+
+Buffer::~Buffer() {
+  if (data_) memory_->release(data_);
+}
 
 Buffer::Buffer(Buffer&& o) noexcept
-    : data_(o.data_), capacity_(o.capacity_), allocations_(o.allocations_) {
+    : memory_(o.memory_), data_(o.data_), capacity_(o.capacity_), allocations_(o.allocations_) {
   o.data_ = nullptr;
   o.capacity_ = 0;
 }
 
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    std::free(data_);
+    if (data_) memory_->release(data_);
+    memory_ = o.memory_;
     data_ = o.data_;
     capacity_ = o.capacity_;
     allocations_ = o.allocations_;
@@ -63,10 +88,16 @@ bool Buffer::reserve(size_t bytes, bool keep) {
   // Grow geometrically so a slowly increasing batch does not reallocate every time.
   size_t want = std::max(bytes, capacity_ + capacity_ / 2);
   want = (want + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, want);
-  if (!p) throw std::bad_alloc();
-  if (keep && data_) std::memcpy(p, data_, capacity_);
-  std::free(data_);
+  void* p = memory_->allocate(want);
+  if (keep && data_) {
+    try {
+      memory_->copy(p, data_, capacity_);
+    } catch (...) {
+      memory_->release(p);
+      throw;
+    }
+  }
+  if (data_) memory_->release(data_);
   data_ = p;
   capacity_ = want;
   ++allocations_;

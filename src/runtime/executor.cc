@@ -22,13 +22,11 @@ using ir::OpKind;
 
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
-      : program(p), params(ps), options(o), backend(backend_for(o.device)) {
-    if (o.device.kind != DeviceKind::cpu) {
-      backend.supports(OpKind::MatMul);  // without CUDA, the no_cuda stub throws how to build with it
-      SYLVA_THROW("[executor] cannot run on ", o.device.str(),
-                  " yet: the runtime keeps its tensors in host memory, and device arenas for it are not built (the "
-                  "CUDA backend's kernels work on device memory; see docs/architecture.md, \"CUDA\")");
-    }
+      : program(p),
+        params(ps),
+        options(o),
+        backend(o.backend ? *o.backend : backend_for(o.device)),
+        store(ps, backend) {
     if (o.threads > 0) backend.set_threads(o.threads);
     sync();
   }
@@ -39,17 +37,17 @@ struct Executor::Impl {
     const ir::Graph& g = program.graph();
     if (values.size() == g.size()) return;
     size_t first = values.size();
-    values.resize(g.size());
+    for (size_t id = first; id < g.size(); ++id) values.emplace_back(backend.memory());
     runners.resize(g.size());
     for (size_t id = first; id < g.size(); ++id) {
       const Node& n = g.node(static_cast<NodeId>(id));
       if (n.op == OpKind::Param) {
-        const Parameter& prm = params[n.attrs.name];
+        const Parameter& prm = store.host(n.attrs.name);
         SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
         runners[n.id] = std::make_unique<VertexRunner>(
-            n.attrs.body, backend, params, options.ios ? std::optional(options.ios_options) : std::nullopt);
+            n.attrs.body, backend, store, options.ios ? std::optional(options.ios_options) : std::nullopt);
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
@@ -67,10 +65,13 @@ struct Executor::Impl {
   }
 
   // Streaming needs a core the GEMM threads leave free: with as many GEMM
-  // threads as cores, a worker thread only competes with them.
+  // threads as cores, a worker thread only competes with them. A backend
+  // that takes calls from one thread at a time (CUDA, until the worker has
+  // a stream of its own) runs without it.
   bool streaming() const {
     const int gemm_threads = std::max(options.threads, 1);
-    return options.streaming && gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
+    return options.streaming && backend.concurrent_calls() &&
+           gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
   }
 
   // Rows of a rowed static value: the batch's vertex count.
@@ -80,14 +81,21 @@ struct Executor::Impl {
     return slots[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
   }
 
+  // The host copy of an int32 value of the program (ids come only from
+  // input_ids), kept by forward() for checks and sparse gradients.
+  std::span<const int32_t> host_ids(NodeId id) const {
+    const Node& n = program.graph().node(id);
+    SYLVA_ASSERT(n.op == OpKind::InputIds, "int32 value of op ", ir::op_name(n.op));
+    return ids_on_host[static_cast<size_t>(id)];
+  }
+
   // When apply `n` pulls a lookup's rows: the ids (vertex order), whose -1
   // rows are constant zeros that need no gradient. Empty otherwise.
   std::span<const int32_t> lookup_ids_of_pull(const Node& n) const {
     if (n.inputs.empty()) return {};
     const Node& pull = program.graph().node(n.inputs[0]);
     if (pull.op != OpKind::Lookup) return {};
-    const MatView& ids = values[pull.inputs[1]].view;
-    return {static_cast<const int32_t*>(ids.data), static_cast<size_t>(ids.rows)};
+    return host_ids(pull.inputs[1]);
   }
 
   void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows) {
@@ -103,15 +111,18 @@ struct Executor::Impl {
     preprocess = std::chrono::steady_clock::now() - t0;
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
+    store.upload_values();  // the optimiser changed them on the host
     const ir::Graph& g = program.graph();
     for (NodeId id : order) {
       const Node& n = g.node(id);
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
-        case OpKind::Param: values[n.id].view = detail::param_view(params[n.attrs.name]); break;
+        case OpKind::Param: values[n.id].view = store.value(n.attrs.name); break;
         case OpKind::InputIds: {
           const std::vector<int32_t>& ids = b.ids(n.attrs.name);
-          std::memcpy(out_slot(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
+          backend.upload(out_slot(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
+          ids_on_host.resize(g.size());
+          ids_on_host[n.id].assign(ids.begin(), ids.end());
           break;
         }
         case OpKind::Apply: {
@@ -155,7 +166,7 @@ struct Executor::Impl {
     const Node& ids = program.graph().node(n.inputs[1]);
     if (ids.op != OpKind::InputIds) return;
     const int64_t limit = n.op == OpKind::Lookup ? ins[0].rows : ins[0].cols;
-    const int32_t* id = ins[1].as<const int32_t>();
+    const int32_t* id = host_ids(ids.id).data();
     for (int64_t v = 0; v < ins[1].rows; ++v)
       SYLVA_CHECK(id[v] >= -1 && id[v] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(static_cast<int32_t>(v)),
                   " has ", ids.attrs.name, " id ", id[v], " out of range [0, ", limit, ") (-1 means none)");
@@ -199,10 +210,12 @@ struct Executor::Impl {
   }
 
   // grad[ids[r]] += dy[r] for the rows of a lookup; records the rows.
-  void sparse_accumulate(const Node& lookup_grad, std::vector<Slot>& gv, Parameter& prm) {
+  void sparse_accumulate(const ir::Graph& g, const Node& lookup_grad, std::vector<Slot>& gv, Parameter& prm) {
     const MatView& dy = gv[lookup_grad.inputs[0]].view;
     const MatView& ids = gv[lookup_grad.inputs[1]].view;
-    const int32_t* id = ids.as<const int32_t>();
+    const Node& ids_node = g.node(lookup_grad.inputs[1]);
+    SYLVA_ASSERT(ids_node.op == OpKind::ForwardValue, "lookup_grad ids from ", ir::op_name(ids_node.op));
+    const int32_t* id = host_ids(ids_node.attrs.ref).data();
     const int64_t table_rows = prm.grad.shape().rows();
     std::vector<int32_t>& rows = sparse[prm.name];
     for (int64_t r = 0; r < ids.rows; ++r) {
@@ -210,14 +223,14 @@ struct Executor::Impl {
                   ") of '", prm.name, "'");
       if (id[r] >= 0) rows.push_back(id[r]);
     }
-    backend.add_rows(dy, {}, detail::grad_view(prm), {id, static_cast<size_t>(ids.rows)});
+    backend.add_rows(dy, {}, store.grad(prm.name), {id, static_cast<size_t>(ids.rows)});
   }
 
   void backward(NodeId loss, double seed) {
     SYLVA_CHECK(forwarded, "[executor] backward() called before forward()");
     const GradPlan& plan = grad_plan(loss);
     const ir::Graph& g = *plan.graph;
-    if (grad_values.size() < g.size()) grad_values.resize(g.size());
+    while (grad_values.size() < g.size()) grad_values.emplace_back(backend.memory());
     std::vector<Slot>& gv = grad_values;
     sparse.clear();
     for (const std::string& name : plan.sparse_params) sparse[name];
@@ -229,19 +242,22 @@ struct Executor::Impl {
         case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
         case OpKind::Seed: {
           MatView& s = out_slot(gv, n);
-          dispatch_floating(s.dtype, [&](auto tag) { s.as<decltype(tag)>()[0] = static_cast<decltype(tag)>(seed); });
+          dispatch_floating(s.dtype, [&](auto tag) {
+            const auto v = static_cast<decltype(tag)>(seed);
+            backend.upload(s.data, &v, sizeof v);
+          });
           break;
         }
         case OpKind::ParamGradOut:
           if (!plan.folded[n.inputs[0]]) {
-            backend.accumulate(gv[n.inputs[0]].view, detail::grad_view(params[n.attrs.name]));
+            backend.accumulate(gv[n.inputs[0]].view, store.grad(n.attrs.name));
           } else if (g.node(n.inputs[0]).op == OpKind::LookupGrad) {
-            sparse_accumulate(g.node(n.inputs[0]), gv, params[n.attrs.name]);
+            sparse_accumulate(g, g.node(n.inputs[0]), gv, store.host(n.attrs.name));
           } else {  // grad += A·B straight into the gradient
             const Node& mm = g.node(n.inputs[0]);
             scratch.clear();
             for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
-            backend.run({mm, scratch, detail::grad_view(params[n.attrs.name]), ExecContext{}, true});
+            backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{}, true});
           }
           break;
         case OpKind::ApplyGrad: {
@@ -262,14 +278,17 @@ struct Executor::Impl {
       std::sort(rows.begin(), rows.end());
       rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
     }
+    store.flush_grads(sparse);  // device: into the ParameterSet
   }
 
   const Program& program;
   ParameterSet& params;
   ExecutorOptions options;
   Backend& backend;
+  detail::ParamStore store;
   std::vector<Slot> values;
   std::vector<Slot> grad_values;
+  std::vector<std::vector<int32_t>> ids_on_host;  // per input_ids node: its ids (host_ids)
   std::vector<std::unique_ptr<VertexRunner>> runners;
   std::vector<NodeId> order;  // of the static graph's nodes (run_order)
   std::unordered_map<NodeId, GradPlan> grads;
@@ -302,7 +321,7 @@ Tensor Executor::value(Symbol s) const {
   const Node& n = impl_->program.graph().node(s.id());
   const MatView& v = impl_->values[n.id].view;
   Tensor t(n.type.rowed ? Shape{v.rows, v.cols} : n.type.shape, v.dtype);
-  if (t.nbytes()) std::memcpy(t.raw(), v.data, t.nbytes());
+  impl_->backend.download(t.raw(), v.data, t.nbytes());
   return t;
 }
 
@@ -355,7 +374,7 @@ size_t Executor::allocations() const {
   for (const auto& s : impl_->grad_values) n += s.buf.allocations();
   for (const auto& r : impl_->runners)
     if (r) n += r->allocations();
-  return n;
+  return n + impl_->store.allocations();
 }
 
 }  // namespace sylva

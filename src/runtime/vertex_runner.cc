@@ -63,14 +63,19 @@ bool all_zero_bytes(const MatView& v) {
 }
 }  // namespace
 
-MatView param_view(Parameter& p) {
-  return {p.value.raw(), p.value.shape().rows(), p.value.shape().cols(), p.value.dtype()};
-}
-MatView grad_view(Parameter& p) {
-  return {p.grad.raw(), p.grad.shape().rows(), p.grad.shape().cols(), p.grad.dtype()};
+std::vector<Slot> make_slots(size_t n, Memory& memory) {
+  std::vector<Slot> slots;
+  slots.reserve(n);
+  for (size_t i = 0; i < n; ++i) slots.emplace_back(memory);
+  return slots;
 }
 
-VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params,
+bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
+  if (backend_.memory().host_visible()) return all_zero_bytes(block);
+  return (task_bits_[ti] & kPullGradUnused) != 0;  // every row looked up id -1
+}
+
+VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParamStore& params,
                            std::optional<ios::Options> ios)
     : ios_(ios),
       f_(ios ? std::make_shared<const ir::Graph>(ios::plan_graph(*f, *ios).graph) : std::move(f)),
@@ -80,7 +85,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend,
   auto scatters = g.find(OpKind::Scatter);
   if (!scatters.empty()) {
     scatter_src_ = g.node(scatters[0]).inputs[0];
-    scatter_grad_ = DynamicTensor(g.node(scatter_src_).type.shape, g.dtype());
+    scatter_grad_ = DynamicTensor(g.node(scatter_src_).type.shape, g.dtype(), backend_.memory());
   }
   SYLVA_CHECK(!scatters.empty() || (g.find(OpKind::Gather).empty() && g.find(OpKind::GatherReduce).empty()),
               "[vertex_function] '", g.name(), "' gathers children's messages but never scatters one");
@@ -101,7 +106,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend,
                   "' used by vertex function '", g.name(), "'");
   }
   for (const Node& n : g.nodes())
-    if (n.op == OpKind::Param) params_[n.attrs.name];  // throws early if missing
+    if (n.op == OpKind::Param) params_.value(n.attrs.name);  // throws early if missing
   init_values(fwd_, g);
 }
 
@@ -124,8 +129,7 @@ void VertexRunner::init_values(Values& v, const ir::Graph& g) {
   v.home.assign(g.size(), Home::none);
   v.arena.clear();
   v.arena.resize(g.size());
-  v.fixed.clear();
-  v.fixed.resize(g.size());
+  v.fixed = make_slots(g.size(), backend_.memory());
   for (const Node& n : g.nodes()) {
     Home h = n.type.rowed ? Home::arena : Home::fixed;
     switch (n.op) {
@@ -139,7 +143,7 @@ void VertexRunner::init_values(Values& v, const ir::Graph& g) {
       default: break;
     }
     v.home[n.id] = h;
-    if (h == Home::arena) v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype);
+    if (h == Home::arena) v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype, backend_.memory());
   }
   v.phase.assign(g.size(), Phase::loop);
   v.pre.clear();
@@ -257,7 +261,7 @@ MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
       return {a.row(t.offset), t.bs, a.cols(), a.dtype()};
     }
     case Home::fixed: return v.fixed[id].view;
-    case Home::param: return param_view(params_[n.attrs.name]);
+    case Home::param: return params_.value(n.attrs.name);
     case Home::forward: return view(fwd_, n.attrs.ref, t);
     case Home::scatter_grad: return {scatter_grad_.row(t.offset), t.bs, scatter_grad_.cols(), scatter_grad_.dtype()};
     case Home::none: break;
@@ -372,7 +376,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   exec_node(v, n, t, task_index, ctx, obs, main_);
   if (skip_ && n.op == OpKind::Pull) {
-    const bool z = all_zero_bytes(view(v, n.id, t));
+    const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));
     main_.zero_f[static_cast<size_t>(n.id)] = z;
     task_pull_zero_[static_cast<size_t>(task_index)] = z;
   }
@@ -417,7 +421,7 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
       if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
       break;
     case OpKind::ParamGradOut: {
-      MatView grad = grad_view(params_[n.attrs.name]);
+      MatView grad = params_.grad(n.attrs.name);
       if (&v == &bwd_ && folded_[n.inputs[0]]) {
         const Node& mm = v.graph->node(n.inputs[0]);
         lane.in.clear();
@@ -467,7 +471,7 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
     const Node& n = v.graph->node(id);
     if (n.op != OpKind::Pull) continue;
     exec_node(v, n, all, batched, ctx, obs, lane);
-    for (size_t ti = first; ti < end && skip_; ++ti) task_pull_zero_[ti] = all_zero_bytes(view(v, id, tasks[ti]));
+    for (size_t ti = first; ti < end && skip_; ++ti) task_pull_zero_[ti] = pulled_zero(view(v, id, tasks[ti]), ti);
   }
   lane.state.assign(nodes.size() * T, 0);
   for (size_t ti = first; ti < end && skip_; ++ti) {

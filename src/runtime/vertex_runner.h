@@ -13,27 +13,30 @@
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/runtime/executor.h"
 #include "sylva/sched/ios.h"
+#include "param_store.h"
 #include "stream.h"
 
 namespace sylva::detail {
 
 /// A fixed-size value: a grow-only buffer and its current view.
 struct Slot {
+  Slot() = default;
+  explicit Slot(Memory& memory) : buf(memory) {}
   Buffer buf;
   MatView view;
   /// Points view at `rows x cols` of dtype, growing buf if needed.
   MatView& shape(int64_t rows, int64_t cols, DType dtype);
 };
 
-MatView param_view(Parameter& p);
-MatView grad_view(Parameter& p);
+/// `n` slots whose buffers come from `memory`.
+std::vector<Slot> make_slots(size_t n, Memory& memory);
 
 class VertexRunner {
  public:
   /// With `ios`, F (here) and ∂F (when derived) are IOS-planned:
   /// ios::plan_graph re-emits them in their plan's order, merged matmuls
   /// rewritten (see ExecutorOptions::ios).
-  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParameterSet& params,
+  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParamStore& params,
                std::optional<ios::Options> ios = std::nullopt);
 
   /// Per minibatch, before forward(): validates arity, builds the gather
@@ -136,12 +139,15 @@ class VertexRunner {
   // zero_f (and for ∂F zero_b, dead_b) of task ti.
   void task_flags(size_t ti, bool backward, Lane& lane) const;
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
+  // Whether the pulled rows of task ti (`block`) are all zero: read on the
+  // host, or on a device known from the lookup's ids alone.
+  bool pulled_zero(const MatView& block, size_t ti) const;
 
   std::optional<ios::Options> ios_;
   std::shared_ptr<const ir::Graph> f_;
   std::shared_ptr<const ir::Graph> df_;
   Backend& backend_;
-  ParameterSet& params_;
+  ParamStore& params_;
   Values fwd_, bwd_;
   DynamicTensor scatter_grad_;
   ir::NodeId scatter_src_ = ir::kNoNode;  // the node F scatters

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sylva/core/buffer.h"
 #include "sylva/core/device.h"
 #include "sylva/core/dtype.h"
 #include "sylva/ir/graph.h"
@@ -123,6 +124,18 @@ class Backend {
   }
   /// Threads used by kernels (GEMMs); 0 keeps the current setting.
   virtual void set_threads(int threads) = 0;
+
+  /// The memory that run() and the row primitives read and write: host
+  /// memory for the CPU, device memory for CUDA. The runtime keeps its
+  /// arenas, parameter copies and inputs in it.
+  virtual Memory& memory() { return host_memory(); }
+  /// Copies `bytes` from host memory into memory() (upload) or back
+  /// (download); both return when the copy is done.
+  virtual void upload(void* dst, const void* src, size_t bytes);
+  virtual void download(void* dst, const void* src, size_t bytes);
+  /// Whether run() and the row primitives may be called from two threads
+  /// at once (the streaming optimisation's worker thread).
+  virtual bool concurrent_calls() const { return true; }
 };
 
 /// The backend for `device`. CPU always exists; CUDA is the no_cuda stub

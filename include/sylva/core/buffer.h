@@ -1,16 +1,37 @@
-// Buffer: a 64-byte aligned, grow-only block of host memory.
+// Buffer: a 64-byte aligned, grow-only block of memory (host memory unless
+// a backend gives it its own, e.g. CUDA device memory).
 #pragma once
 
 #include <cstddef>
 
 namespace sylva {
 
-/// Owns aligned host memory. reserve() only ever grows the block, so a
+/// Where a Buffer's bytes live. Host memory by default; a backend whose
+/// kernels work on memory of their own (CUDA) provides one, and buffers
+/// made with it hold pointers the host must never dereference.
+class Memory {
+ public:
+  virtual ~Memory() = default;
+  /// At least `bytes` bytes, 64-byte aligned; throws std::bad_alloc or sylva::Error.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  /// Copies `bytes` between two blocks of this memory.
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  /// Whether the host may read and write these pointers directly.
+  virtual bool host_visible() const = 0;
+};
+
+/// Host memory (aligned_alloc / memcpy).
+Memory& host_memory();
+
+/// Owns aligned memory. reserve() only ever grows the block, so a
 /// buffer reused across minibatches stops allocating once it has seen the
 /// largest one. Move-only.
 class Buffer {
  public:
   Buffer() = default;
+  /// An empty buffer whose blocks come from `memory` (which must outlive it).
+  explicit Buffer(Memory& memory) : memory_(&memory) {}
   explicit Buffer(size_t bytes) { reserve(bytes); }
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
@@ -25,10 +46,12 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t capacity() const { return capacity_; }
+  Memory& memory() const { return *memory_; }
   /// Number of allocations made so far (for "no allocation in steady state" tests).
   size_t allocations() const { return allocations_; }
 
  private:
+  Memory* memory_ = &host_memory();
   void* data_ = nullptr;
   size_t capacity_ = 0;
   size_t allocations_ = 0;

@@ -8,8 +8,8 @@
 namespace sylva {
 
 /// Cavs' dynamic tensor: a row shape (without the batch dimension), a
-/// growable contiguous arena, and the window [offset, offset + bs) of rows
-/// the current task reads or writes. Rows are laid out in task order, so
+/// growable contiguous arena (host or device memory), and the window
+/// [offset, offset + bs) of rows the current task reads or writes. Rows are laid out in task order, so
 /// every task touches one contiguous block. The arena only grows.
 ///
 /// @code
@@ -21,7 +21,10 @@ namespace sylva {
 class DynamicTensor {
  public:
   DynamicTensor() = default;
-  DynamicTensor(Shape row_shape, DType dtype) : row_shape_(std::move(row_shape)), dtype_(dtype) {}
+  /// An empty tensor whose arena comes from `memory` (host memory by
+  /// default; a backend's own for device arenas).
+  DynamicTensor(Shape row_shape, DType dtype, Memory& memory = host_memory())
+      : row_shape_(std::move(row_shape)), dtype_(dtype), arena_(memory) {}
 
   const Shape& row_shape() const { return row_shape_; }
   DType dtype() const { return dtype_; }

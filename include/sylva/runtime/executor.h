@@ -19,7 +19,14 @@ enum class Mode : uint8_t { train, eval };
 
 struct ExecutorOptions {
   BatchingPolicy policy = BatchingPolicy::Bfs;
+  /// Where kernels run and values live. On a device with memory of its own
+  /// (CUDA) the executor keeps its arenas, values and parameter copies
+  /// there: parameters are uploaded at each forward() and their gradients
+  /// added into the ParameterSet at the end of each backward().
   Device device = Device::cpu();
+  /// A backend to use instead of backend_for(device) (your own device, or a
+  /// test double); it must outlive the executor.
+  Backend* backend = nullptr;
   /// Seed of random ops (dropout).
   uint64_t seed = 0;
   /// Threads for kernels (GEMMs); 0 leaves the backend's setting.

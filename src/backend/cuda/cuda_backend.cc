@@ -2,8 +2,12 @@
 // movement, softmax family, cross-entropy, reductions, lookup, dropout), and
 // fused groups generated as CUDA source and compiled with NVRTC (single
 // elementwise and column ops run as one-step groups).
-// Every call is synchronous on the backend's stream for now: the runtime
-// does not keep its tensors on the device yet (see docs/architecture.md).
+// Its memory() is device memory: the runtime keeps arenas, parameter copies
+// and inputs there, and uploads through a pinned staging buffer. Every call
+// is synchronous on the backend's one stream for now (see
+// docs/architecture.md, "CUDA").
+#include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +59,32 @@ class DeviceScratch {
   size_t capacity_ = 0;
 };
 
+// Device memory for Buffers (arenas, parameter copies): cudaMalloc'd
+// blocks (256-byte aligned), copied on the backend's stream.
+class DeviceMemory final : public Memory {
+ public:
+  void set_stream(cudaStream_t s) { stream_ = s; }
+  void* allocate(size_t bytes) override {
+    void* p = nullptr;
+    SYLVA_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
+    return p;
+  }
+  void release(void* p) noexcept override { cudaFree(p); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  bool host_visible() const override { return false; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+struct PinnedDeleter {
+  void operator()(void* p) const { cudaFreeHost(p); }
+};
+
 // Ops with a kernel of their own in kernels/cuda/ops.cu (the fusible ones
 // run as one-step fused groups, MatMul through cuBLAS).
 bool own_kernel(OpKind op) {
@@ -101,6 +131,7 @@ class CudaBackend final : public Backend {
     SYLVA_CUBLAS_CHECK(cublasCreate(&h));
     cublas_.reset(h);
     SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+    memory_.set_stream(s);
     scalars_ = static_cast<Scalars*>(scalars_buffer_.reserve(sizeof(Scalars)));
   }
 
@@ -186,8 +217,40 @@ class CudaBackend final : public Backend {
 
   void set_threads(int) override {}
 
+  Memory& memory() override { return memory_; }
+  bool concurrent_calls() const override { return false; }
+
+  // Host bytes go through a grow-only pinned buffer, so the copy to the
+  // device is a DMA at full bandwidth (pageable memory would be staged by
+  // the driver in small pieces).
+  void upload(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    void* staging = pinned(bytes);
+    std::memcpy(staging, src, bytes);
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    sync();
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    if (bytes == 0) return;
+    void* staging = pinned(bytes);
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    sync();
+    std::memcpy(dst, staging, bytes);
+  }
+
  private:
   void sync() { SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+
+  void* pinned(size_t bytes) {
+    if (bytes > pinned_bytes_) {
+      const size_t want = std::max(bytes, pinned_bytes_ * 2);
+      void* p = nullptr;
+      SYLVA_CUDA_CHECK(cudaMallocHost(&p, want));
+      pinned_.reset(p);
+      pinned_bytes_ = want;
+    }
+    return pinned_.get();
+  }
 
   void check(int launched) { SYLVA_CUDA_CHECK(static_cast<cudaError_t>(launched)); }
 
@@ -350,6 +413,9 @@ class CudaBackend final : public Backend {
   cuda::NvrtcCache cache_;
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_;
+  DeviceMemory memory_;
+  std::unique_ptr<void, PinnedDeleter> pinned_;
+  size_t pinned_bytes_ = 0;
   DeviceScratch indices_;
   DeviceScratch scalars_buffer_;
   Scalars* scalars_ = nullptr;

@@ -21,6 +21,9 @@ class NoCudaBackend final : public Backend {
   void fill_zero(MatView) override { no_cuda(); }
   void accumulate(MatView, MatView) override { no_cuda(); }
   void set_threads(int) override { no_cuda(); }
+  Memory& memory() override { no_cuda(); }
+  void upload(void*, const void*, size_t) override { no_cuda(); }
+  void download(void*, const void*, size_t) override { no_cuda(); }
 
  private:
   int index_;

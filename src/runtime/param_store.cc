@@ -1,0 +1,100 @@
+#include "param_store.h"
+
+namespace sylva::detail {
+
+MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
+
+namespace {
+MatView view_in(Buffer& b, const Tensor& like) {
+  return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
+}
+}  // namespace
+
+ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
+  auto it = copies_.find(name);
+  if (it != copies_.end()) return it->second;
+  Parameter& p = params_[name];  // throws naming a missing parameter
+  Copy c{Buffer(backend_.memory()), Buffer(backend_.memory())};
+  c.value.reserve(std::max<size_t>(p.value.nbytes(), 1));
+  backend_.upload(c.value.data(), p.value.raw(), p.value.nbytes());
+  return copies_.emplace(name, std::move(c)).first->second;
+}
+
+MatView ParamStore::value(const std::string& name) {
+  if (host_) return view_of(params_[name].value);
+  std::lock_guard<std::mutex> lock(mutex_);
+  return view_in(copy_of(name).value, params_[name].value);
+}
+
+MatView ParamStore::grad(const std::string& name) {
+  if (host_) return view_of(params_[name].grad);
+  std::lock_guard<std::mutex> lock(mutex_);
+  Copy& c = copy_of(name);
+  const Tensor& g = params_[name].grad;
+  if (!c.grad_ready) {
+    c.grad.reserve(std::max<size_t>(g.nbytes(), 1));
+    backend_.fill_zero(view_in(c.grad, g));
+    c.grad_ready = true;
+  }
+  c.grad_dirty = true;
+  return view_in(c.grad, g);
+}
+
+void ParamStore::upload_values() {
+  if (host_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, c] : copies_) {
+    const Tensor& v = params_[name].value;
+    c.value.reserve(std::max<size_t>(v.nbytes(), 1));
+    backend_.upload(c.value.data(), v.raw(), v.nbytes());
+  }
+}
+
+void ParamStore::flush_grads(const RowSparsity& sparse) {
+  if (host_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, c] : copies_) {
+    if (!c.grad_dirty) continue;
+    Tensor& g = params_[name].grad;
+    const MatView device = view_in(c.grad, g);
+    const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
+    auto it = sparse.find(name);
+    if (it == sparse.end()) {  // dense: the whole gradient, then zero it for the next backward
+      staging_.reserve(std::max<size_t>(g.nbytes(), 1));
+      backend_.download(staging_.data(), device.data, g.nbytes());
+      dispatch_floating(g.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = static_cast<const T*>(staging_.data());
+        T* d = g.data<T>();
+        for (int64_t i = 0; i < g.numel(); ++i) d[i] += s[i];
+      });
+      backend_.fill_zero(device);
+    } else if (const std::vector<int32_t>& rows = it->second; !rows.empty()) {
+      const size_t bytes = rows.size() * row_bytes;
+      gathered_.reserve(bytes);
+      staging_.reserve(bytes);
+      const MatView packed{gathered_.data(), static_cast<int64_t>(rows.size()), device.cols, device.dtype};
+      backend_.copy_rows(device, rows, packed, {});
+      backend_.download(staging_.data(), packed.data, bytes);
+      dispatch_floating(g.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        const T* s = static_cast<const T*>(staging_.data());
+        T* d = g.data<T>();
+        for (size_t k = 0; k < rows.size(); ++k)
+          for (int64_t col = 0; col < device.cols; ++col)
+            d[rows[k] * device.cols + col] += s[static_cast<int64_t>(k) * device.cols + col];
+      });
+      minus_ones_.assign(rows.size(), -1);
+      backend_.copy_rows(device, minus_ones_, device, rows);  // zero rows
+    }
+    c.grad_dirty = false;
+  }
+}
+
+size_t ParamStore::allocations() const {
+  size_t n = gathered_.allocations() + staging_.allocations();
+  for (const auto& [name, c] : copies_) n += c.value.allocations() + c.grad.allocations();
+  return n;
+}
+
+}  // namespace sylva::detail

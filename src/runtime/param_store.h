@@ -1,0 +1,62 @@
+// Internal: where the runtime reads parameters and adds their gradients.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sylva/backend/backend.h"
+#include "sylva/frontend/parameter_set.h"
+
+namespace sylva::detail {
+
+/// On a backend whose memory is the host's (CPU), views of the
+/// ParameterSet's own tensors. On a device (CUDA), copies in the
+/// backend's memory: values are uploaded by upload_values() before each
+/// forward (the optimiser updates them on the host), and gradients are
+/// accumulated on the device and added into the ParameterSet by
+/// flush_grads() after each backward -- only the listed rows of
+/// parameters with row-sparse gradients (embedding tables).
+class ParamStore {
+ public:
+  ParamStore(ParameterSet& params, Backend& backend) : params_(params), backend_(backend) {}
+  ParamStore(const ParamStore&) = delete;
+  ParamStore& operator=(const ParamStore&) = delete;
+
+  /// The parameter on the host; throws naming a missing one.
+  Parameter& host(const std::string& name) { return params_[name]; }
+  /// Its value / gradient where the backend's kernels can use them.
+  MatView value(const std::string& name);
+  MatView grad(const std::string& name);
+
+  /// Device only: copies every value used so far to the device.
+  void upload_values();
+  /// Device only: adds the device gradients into the ParameterSet and
+  /// zeroes them. Parameters named in `sparse` move only their rows.
+  void flush_grads(const RowSparsity& sparse);
+  bool on_host() const { return host_; }
+  size_t allocations() const;
+
+ private:
+  struct Copy {
+    Buffer value, grad;
+    bool grad_ready = false;  // grad allocated and zeroed
+    bool grad_dirty = false;  // grad may be nonzero
+  };
+  Copy& copy_of(const std::string& name);
+
+  ParameterSet& params_;
+  Backend& backend_;
+  const bool host_ = backend_.memory().host_visible();
+  std::map<std::string, Copy> copies_;
+  std::mutex mutex_;  // copies_ and their flags: the streaming worker calls in too
+  // flush_grads' staging: rows gathered on the device, and their host copy.
+  Buffer gathered_{backend_.memory()};
+  Buffer staging_;
+  std::vector<int32_t> minus_ones_;
+};
+
+MatView view_of(Tensor& t);
+
+}  // namespace sylva::detail

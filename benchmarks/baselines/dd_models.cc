@@ -184,7 +184,7 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
 }
 
 GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
-    : ps_(ps), backend_(backend_for(Device::cpu())), graph_(ps, backend_), measure_(o.measure_movement) {
+    : ps_(ps), backend_(backend_for(o.device)), graph_(ps, backend_), measure_(o.measure_movement) {
   backend_.set_threads(o.threads);
 }
 

@@ -11,14 +11,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-MatView param_view(const Parameter& p) {
-  const Shape& s = p.value.shape();
-  return {const_cast<void*>(p.value.raw()), s.rows(), s.cols(), p.value.dtype()};
-}
-MatView param_grad_view(const Parameter& p) {
-  const Shape& s = p.grad.shape();
-  return {const_cast<void*>(p.grad.raw()), s.rows(), s.cols(), p.grad.dtype()};
-}
+// Element k of a flat [n, 1] view: indices for the device's gathers and
+// scatters, which move elements of values that need not start on a row.
+MatView elements(Buffer& b, int64_t n, DType dtype) { return {b.data(), n, 1, dtype}; }
 
 }  // namespace
 
@@ -40,9 +35,17 @@ const char* op_name(Op op) {
   return "?";
 }
 
-Graph::Graph(const ParameterSet& params, Backend& backend)
-    : backend_(backend), dtype_(params.dtype()), esize_(dtype_size(params.dtype())) {
-  scratch_.resize(3);
+Graph::Graph(ParameterSet& params, Backend& backend)
+    : backend_(backend),
+      store_(params, backend),
+      host_(backend.memory().host_visible()),
+      dtype_(params.dtype()),
+      esize_(dtype_size(params.dtype())),
+      values_(backend.memory()),
+      grads_(backend.memory()),
+      gathered_(backend.memory()),
+      ids_buf_(backend.memory()) {
+  for (int i = 0; i < 3; ++i) scratch_.emplace_back(backend.memory());
 }
 
 void Graph::clear() {
@@ -360,6 +363,7 @@ double Graph::forward(bool autobatch, bool training, bool time_movement) {
   stats_.schedule_s = seconds_since(t0);
 
   auto t1 = Clock::now();
+  store_.upload_values();  // a device's copies of the parameters
   value_elems_ = 0;
   gathered_elems_ = 0;
   training_ = training;
@@ -404,33 +408,38 @@ void Graph::run_group(const Group& g) {
       continue;
     }
     slot = gathered_elems_;
-    char* dst = static_cast<char*>(gathered_.data()) + gathered_elems_ * static_cast<int64_t>(esize_);
+    if (host_) {  // one memcpy per member
+      char* dst = static_cast<char*>(gathered_.data()) + gathered_elems_ * static_cast<int64_t>(esize_);
+      for (Expr e : members) {
+        const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+        const size_t bytes = static_cast<size_t>(a.rows * a.cols) * esize_;
+        std::memcpy(dst, static_cast<const char*>(values_.data()) + a.offset * static_cast<int64_t>(esize_), bytes);
+        dst += bytes;
+      }
+    } else {  // a device gathers the elements in one kernel (DyNet's GPU gather)
+      index_.clear();
+      for (Expr e : members) {
+        const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+        for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
+      }
+      const auto n = static_cast<int64_t>(index_.size());
+      const MatView dst = elements(gathered_, gathered_elems_ + n, dtype_).block(gathered_elems_, n);
+      backend_.copy_rows(elements(values_, value_elems_, dtype_), index_, dst, {});
+    }
     for (Expr e : members) {
       const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-      const size_t bytes = static_cast<size_t>(a.rows * a.cols) * esize_;
-      std::memcpy(dst, static_cast<const char*>(values_.data()) + a.offset * static_cast<int64_t>(esize_), bytes);
-      dst += bytes;
       gathered_elems_ += a.rows * a.cols;
       stats_.copied_rows += a.rows;
     }
   }
   const double copied = time_movement_ && !moves_data(first.op) ? seconds_since(start) : 0.0;
 
-  const auto ids_view = [&](int64_t rows) {
-    ids_buf_.reserve(static_cast<size_t>(std::max<int64_t>(rows, 1)) * sizeof(int32_t));
-    auto* ids = static_cast<int32_t*>(ids_buf_.data());
-    for (Expr e : members) {
-      const Node& n = nodes_[static_cast<size_t>(e)];
-      std::copy_n(ids_.data() + n.ids_first, n.rows, ids);
-      ids += n.rows;
-    }
-    return MatView{ids_buf_.data(), rows, 1, DType::i32};
-  };
+  const auto ids_view = [&](int64_t) { return group_ids(members); };
 
   using ir::OpKind;
   switch (first.op) {
     case Op::Lookup: {
-      MatView in[2] = {param_view(*first.param), ids_view(g.rows)};
+      MatView in[2] = {store_.value(first.param->name), ids_view(g.rows)};
       kernel(OpKind::Lookup, in, out);
       break;
     }
@@ -442,20 +451,22 @@ void Graph::run_group(const Group& g) {
           backend_.fill_zero(v);
           continue;
         }
-        for (int64_t i = 0; i < n.rows * n.cols; ++i) {
-          const double c = consts_[static_cast<size_t>(n.consts_first + i)];
-          if (dtype_ == DType::f64) v.as<double>()[i] = c;
-          else v.as<float>()[i] = static_cast<float>(c);
+        const double* c = consts_.data() + n.consts_first;
+        if (dtype_ == DType::f64) {
+          backend_.upload(v.data, c, static_cast<size_t>(n.rows * n.cols) * sizeof(double));
+        } else {
+          const_staging_.assign(c, c + n.rows * n.cols);
+          backend_.upload(v.data, const_staging_.data(), const_staging_.size() * sizeof(float));
         }
       }
       break;
     case Op::MatMul: {
-      MatView in[2] = {input_block(g, 0), param_view(*first.param)};
+      MatView in[2] = {input_block(g, 0), store_.value(first.param->name)};
       kernel(OpKind::MatMul, in, out);
       break;
     }
     case Op::AddBias: {
-      MatView b = param_view(*first.param);
+      MatView b = store_.value(first.param->name);
       MatView in[2] = {input_block(g, 0), {b.data, 1, b.numel(), b.dtype}};
       kernel(OpKind::Add, in, out);
       break;
@@ -485,7 +496,7 @@ void Graph::run_group(const Group& g) {
       MatView in[2] = {input_block(g, 0), ids_view(g.rows)};
       MatView l = scratch(0, 1, 1);
       kernel(OpKind::SoftmaxCrossEntropy, in, l);
-      stats_.loss += dtype_ == DType::f64 ? l.as<double>()[0] : static_cast<double>(l.as<float>()[0]);
+      stats_.loss += scalar(l);
       break;
     }
   }
@@ -502,11 +513,20 @@ void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
   }
   // Scattered back row block by row block: data movement.
   const Clock::time_point start = time_movement_ && !moves_data(first.op) ? Clock::now() : Clock::time_point{};
-  int64_t row = 0;
-  for (Expr e : members) {
-    const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-    backend_.accumulate(d.block(row, a.rows), grad_view(a.offset, a.rows, a.cols));
-    row += a.rows;
+  if (host_) {
+    int64_t row = 0;
+    for (Expr e : members) {
+      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+      backend_.accumulate(d.block(row, a.rows), grad_view(a.offset, a.rows, a.cols));
+      row += a.rows;
+    }
+  } else {  // one kernel adding every element to its place
+    index_.clear();
+    for (Expr e : members) {
+      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+      for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
+    }
+    scatter_elements(d);
   }
   if (time_movement_ && !moves_data(first.op)) stats_.movement_s += seconds_since(start);
 }
@@ -523,6 +543,7 @@ void Graph::backward() {
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
   }
+  store_.flush_grads(touched_);  // a device's gradients into the ParameterSet
   stats_.compute_s += seconds_since(t0);
 }
 
@@ -540,24 +561,15 @@ void Graph::backward_group(const Group& g) {
     kernel(op, in, d, opts);
     add_input_grad(g, k, d, in_place(k));
   };
-  const auto ids_view = [&]() {
-    ids_buf_.reserve(static_cast<size_t>(std::max<int64_t>(g.rows, 1)) * sizeof(int32_t));
-    auto* ids = static_cast<int32_t*>(ids_buf_.data());
-    for (Expr e : members) {
-      const Node& n = nodes_[static_cast<size_t>(e)];
-      std::copy_n(ids_.data() + n.ids_first, n.rows, ids);
-      ids += n.rows;
-    }
-    return MatView{ids_buf_.data(), g.rows, 1, DType::i32};
-  };
+  const auto ids_view = [&]() { return group_ids(members); };
 
   switch (first.op) {
     case Op::Constant: break;
     case Op::Lookup: {
       Parameter& table = *first.param;
-      MatView ids = ids_view();
-      std::span<const int32_t> rows(static_cast<const int32_t*>(ids.data), static_cast<size_t>(g.rows));
-      backend_.add_rows(dy, {}, param_grad_view(table), rows);
+      group_ids(members);
+      const std::span<const int32_t> rows = ids_host_;
+      backend_.add_rows(dy, {}, store_.grad(table.name), rows);
       auto& touched = touched_[table.name];
       for (int32_t r : rows)
         if (r >= 0) touched.push_back(r);
@@ -566,7 +578,7 @@ void Graph::backward_group(const Group& g) {
     case Op::MatMul: {
       Parameter& w = *first.param;
       MatView x = input_block(g, 0);
-      MatView wv = param_view(w);
+      MatView wv = store_.value(w.name);
       MatView dx_in[2] = {dy, wv};
       if (in_place(0)) {  // dX += dY·Wᵀ straight into the input's gradient
         const Node& a0 = nodes_[static_cast<size_t>(arg(first, 0))];
@@ -575,7 +587,7 @@ void Graph::backward_group(const Group& g) {
         grad_into(0, OpKind::MatMul, dx_in, {.trans_b = true});
       }
       MatView dw_in[2] = {x, dy};  // dW += Xᵀ·dY
-      kernel(OpKind::MatMul, dw_in, param_grad_view(w), {.trans_a = true, .accumulate = true});
+      kernel(OpKind::MatMul, dw_in, store_.grad(w.name), {.trans_a = true, .accumulate = true});
       break;
     }
     case Op::AddBias: {
@@ -584,7 +596,7 @@ void Graph::backward_group(const Group& g) {
       MatView s = scratch(2, 1, first.cols);
       MatView in[1] = {dy};
       kernel(OpKind::SumRows, in, s);
-      backend_.accumulate(s, param_grad_view(b));
+      backend_.accumulate(s, store_.grad(b.name));
       break;
     }
     case Op::Add:
@@ -621,17 +633,24 @@ void Graph::backward_group(const Group& g) {
     case Op::Slice: {
       // d(input)[:, begin:end] += dy, row by row into each input's gradient.
       int64_t row = 0;
+      index_.clear();
       for (Expr e : members) {
         const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], 0))];
-        for (int64_t r = 0; r < a.rows; ++r, ++row)
-          backend_.accumulate(dy.block(row, 1), grad_view(a.offset + r * a.cols + first.begin, 1, first.cols));
+        for (int64_t r = 0; r < a.rows; ++r, ++row) {
+          const int64_t at = a.offset + r * a.cols + first.begin;
+          if (host_) backend_.accumulate(dy.block(row, 1), grad_view(at, 1, first.cols));
+          else
+            for (int64_t c = 0; c < first.cols; ++c) index_.push_back(static_cast<int32_t>(at + c));
+        }
       }
+      if (!host_) scatter_elements(dy);
       break;
     }
     case Op::Xent: {
       MatView seed = scratch(2, 1, 1);
-      if (dtype_ == DType::f64) seed.as<double>()[0] = 1.0;
-      else seed.as<float>()[0] = 1.0f;
+      const double one = 1.0;
+      const float one_f = 1.0f;
+      backend_.upload(seed.data, dtype_ == DType::f64 ? static_cast<const void*>(&one) : &one_f, esize_);
       MatView in[3] = {input_block(g, 0), ids_view(), seed};
       grad_into(0, OpKind::SoftmaxCrossEntropyGrad, in);
       break;
@@ -645,8 +664,38 @@ Tensor Graph::value(Expr e) const {
   const Node& n = nodes_.at(static_cast<size_t>(e));
   SYLVA_CHECK(n.op != Op::Xent, "[dynamic_decl] a loss node has no value");
   Tensor t(Shape{n.rows, n.cols}, dtype_);
-  std::memcpy(t.raw(), static_cast<const char*>(values_.data()) + n.offset * static_cast<int64_t>(esize_), t.nbytes());
+  backend_.download(t.raw(), static_cast<const char*>(values_.data()) + n.offset * static_cast<int64_t>(esize_),
+                    t.nbytes());
   return t;
+}
+
+MatView Graph::group_ids(std::span<const Expr> members) {
+  ids_host_.clear();
+  for (Expr e : members) {
+    const Node& n = nodes_[static_cast<size_t>(e)];
+    ids_host_.insert(ids_host_.end(), ids_.begin() + n.ids_first, ids_.begin() + n.ids_first + n.rows);
+  }
+  const auto rows = static_cast<int64_t>(ids_host_.size());
+  if (host_) return {ids_host_.data(), rows, 1, DType::i32};
+  ids_buf_.reserve(std::max<size_t>(ids_host_.size(), 1) * sizeof(int32_t));
+  backend_.upload(ids_buf_.data(), ids_host_.data(), ids_host_.size() * sizeof(int32_t));
+  return {ids_buf_.data(), rows, 1, DType::i32};
+}
+
+void Graph::scatter_elements(MatView d) {
+  const auto n = static_cast<int64_t>(index_.size());
+  backend_.add_rows({d.data, n, 1, d.dtype}, {}, elements(grads_, value_elems_, dtype_), index_);
+}
+
+double Graph::scalar(MatView v) const {
+  if (dtype_ == DType::f64) {
+    double x = 0;
+    backend_.download(&x, v.data, sizeof x);
+    return x;
+  }
+  float x = 0;
+  backend_.download(&x, v.data, sizeof x);
+  return static_cast<double>(x);
 }
 
 }  // namespace sylva::bench::dd

@@ -13,9 +13,12 @@
 //    group's nodes lie in consecutive rows of memory (outputs of one earlier
 //    group, in the same order), and copied into a contiguous block otherwise.
 // Backward runs the groups in reverse with the same batching. Kernels are
-// Sylva's own CPU kernels (Backend::run), so only the strategy differs from
+// Sylva's own kernels (Backend::run), so only the strategy differs from
 // Sylva's: graph construction per sample, signature analysis and copies at
-// run time instead of one vertex function batched by BFS.
+// run time instead of one vertex function batched by BFS. On a device
+// (CUDA) values live in device memory, and non-contiguous inputs are
+// gathered (and their gradients scattered back) by one kernel per input,
+// as DyNet does on a GPU, instead of one memcpy per node.
 #pragma once
 
 #include <chrono>
@@ -56,8 +59,10 @@ struct KernelOptions {
 /// Every `loss` node's cross-entropy is summed into the objective.
 class Graph {
  public:
-  /// Values have the parameter set's dtype; kernels run on `backend`.
-  Graph(const ParameterSet& params, Backend& backend);
+  /// Values have the parameter set's dtype; kernels run on `backend`, and
+  /// values live in its memory (a device's: parameters are uploaded per
+  /// forward and gradients flushed per backward, see ParamStore).
+  Graph(ParameterSet& params, Backend& backend);
 
   /// Forgets all nodes (keeps memory for the next minibatch).
   void clear();
@@ -143,9 +148,18 @@ class Graph {
   void add_input_grad(const Group& g, int k, MatView d, bool in_place);
   MatView scratch(int which, int64_t rows, int64_t cols);
   void kernel(ir::OpKind op, std::span<const MatView> in, MatView out, KernelOptions o = {});
+  // The ids of a group's members (lookup ids, labels), in ids_host_ and
+  // where the kernels read them.
+  MatView group_ids(std::span<const Expr> members);
+  // Device: grads_[index_[k]] += d[k] for every k, one kernel.
+  void scatter_elements(MatView d);
+  // A one-element value on the host.
+  double scalar(MatView v) const;
 
   ir::Node knode_;  // the node each kernel call describes (op and attributes)
   Backend& backend_;
+  ParamStore store_;
+  bool host_;  // the backend's memory is the host's
   DType dtype_;
   size_t esize_;
   std::vector<Node> nodes_;
@@ -158,8 +172,10 @@ class Graph {
   std::vector<Expr> order_;  // nodes grouped, group by group
   std::vector<Group> groups_;
   std::vector<int64_t> gathered_offsets_;
-  Buffer values_, grads_, gathered_, gathered_grads_, ids_buf_;
+  Buffer values_, grads_, gathered_, ids_buf_;
   std::vector<Buffer> scratch_;
+  std::vector<int32_t> ids_host_, index_;  // group ids; element indices of device gathers and scatters
+  std::vector<float> const_staging_;
   std::vector<MatView> concat_in_;
   int64_t value_elems_ = 0, gathered_elems_ = 0;
   bool forwarded_ = false, training_ = false, time_movement_ = false;

@@ -86,6 +86,9 @@ namespace sylva::bench {
 /// Options of the built-in strategies.
 struct StrategyOptions {
   int threads = 1;
+  /// Where every strategy's kernels run and its values live (the
+  /// libtorch strategies: CPU only).
+  Device device = Device::cpu();
   /// Measure movement_s (Sylva: a profiler observer on every op; the
   /// dynamic-declaration engine: a clock around its copies). Off for
   /// throughput runs, where the clock reads would cost time themselves.

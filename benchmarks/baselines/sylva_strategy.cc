@@ -47,7 +47,7 @@ class SylvaStrategy final : public Strategy {
  public:
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
-            {.policy = policy, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
+            {.policy = policy, .device = o.device, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
              .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching,
              .fusion = o.fusion, .streaming = o.streaming, .ios = o.ios}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {

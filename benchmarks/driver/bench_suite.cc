@@ -41,6 +41,7 @@ struct Options {
   double min_time = 1.0;
   int warmup = 1;
   int threads = 1;
+  std::string device = "cpu";
   bool measure_movement = false;
   bool estimate_epoch = false;
   std::string sweep = "batch";
@@ -89,6 +90,7 @@ struct Row {
   std::string workload, strategy, mode, unit, sweep;
   int64_t batch = 0, hidden = 0, leaves = 0;
   int threads = 1, repeats = 0;
+  std::string device = "cpu";
   double samples_per_s = 0, samples_min = 0, samples_max = 0;
   double units_per_s = 0, units_min = 0, units_max = 0;
   double build_s = 0, compute_s = 0, movement_s = -1, build_share = 0, movement_share = -1;
@@ -99,7 +101,7 @@ struct Row {
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -108,7 +110,7 @@ std::string csv_line(const Row& r) {
     << r.threads << ',' << r.repeats << ',' << r.samples_per_s << ',' << r.samples_min << ',' << r.samples_max << ','
     << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
-    << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep;
+    << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ',' << r.device;
   return o.str();
 }
 
@@ -120,11 +122,21 @@ nlohmann::json to_json(const Row& r) {
           {"units_per_s_max", r.units_max}, {"unit", r.unit}, {"build_s", r.build_s}, {"compute_s", r.compute_s},
           {"movement_s", r.movement_s}, {"build_share", r.build_share}, {"movement_share", r.movement_share},
           {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
-          {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}};
+          {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device}};
+}
+
+// "cpu", "cuda" or "cuda:N".
+Device parse_device(const std::string& d) {
+  if (d == "cpu") return Device::cpu();
+  if (d == "cuda") return Device::cuda();
+  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos)
+    return Device::cuda(std::stoi(d.substr(5)));
+  SYLVA_THROW("[bench] --device must be cpu, cuda or cuda:N, not '", d, "'");
 }
 
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
   if (name.rfind("libtorch", 0) == 0) {
+    SYLVA_CHECK(o.device == "cpu", "[bench] the libtorch strategies run on the CPU only, not --device ", o.device);
 #if SYLVA_HAVE_TORCH
     SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
                 "[bench] --projection-in-cell and --per-gate apply to the sylva strategies only");
@@ -134,7 +146,8 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
 #endif
   }
   return make_builtin_strategy(name, cfg, ps,
-                               {.threads = o.threads, .measure_movement = o.measure_movement,
+                               {.threads = o.threads, .device = parse_device(o.device),
+                                .measure_movement = o.measure_movement,
                                 .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
                                 .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
                                 .streaming = !o.no_streaming, .ios = !o.no_ios});
@@ -217,6 +230,9 @@ int run(const Options& o) {
   if (o.mode == "infer" || o.mode == "both") modes.push_back("infer");
   SYLVA_CHECK(!modes.empty(), "[bench] --mode must be train, infer or both, not '", o.mode, "'");
   backend_for(Device::cpu()).set_threads(o.threads);
+  if (parse_device(o.device).kind == DeviceKind::cuda)
+    std::printf("# device %s: values, arenas and parameter copies in GPU memory; times include the per-step "
+                "parameter upload and gradient download\n", o.device.c_str());
 
   std::ofstream csv;
   if (!o.csv.empty()) {
@@ -268,6 +284,7 @@ int run(const Options& o) {
             r.hidden = h;
             r.leaves = lv;
             r.threads = o.threads;
+            r.device = o.device;
             r.peak_rss_mb = peak_rss_mb();
             if (o.estimate_epoch) {
               r.epoch_s = static_cast<double>(total_units) / r.units_per_s;
@@ -323,6 +340,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--warmup", o.warmup, "untimed minibatches before the repeats")->capture_default_str();
   app.add_option("--threads", o.threads, "threads for kernels (GEMMs)")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N: where the sylva, dynamic-decl and padded strategies run")
+      ->capture_default_str();
   app.add_flag("--measure-movement", o.measure_movement,
                "time data movement (gathers, scatters, copies); costs clock reads per op");
   app.add_flag("--epoch", o.estimate_epoch, "estimate seconds per epoch over the whole dataset from the median rate");

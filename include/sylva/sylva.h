@@ -45,6 +45,7 @@
 #include "sylva/runtime/generators.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/input_graph.h"
+#include "sylva/runtime/param_store.h"
 #include "sylva/runtime/profiler.h"
 #include "sylva/runtime/readers.h"
 #include "sylva/runtime/schedule.h"

@@ -285,7 +285,7 @@ struct Executor::Impl {
   ParameterSet& params;
   ExecutorOptions options;
   Backend& backend;
-  detail::ParamStore store;
+  ParamStore store;
   std::vector<Slot> values;
   std::vector<Slot> grad_values;
   std::vector<std::vector<int32_t>> ids_on_host;  // per input_ids node: its ids (host_ids)

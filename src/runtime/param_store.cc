@@ -1,10 +1,9 @@
-#include "param_store.h"
+#include "sylva/runtime/param_store.h"
 
-namespace sylva::detail {
-
-MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
+namespace sylva {
 
 namespace {
+MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
 MatView view_in(Buffer& b, const Tensor& like) {
   return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
 }
@@ -97,4 +96,4 @@ size_t ParamStore::allocations() const {
   return n;
 }
 
-}  // namespace sylva::detail
+}  // namespace sylva

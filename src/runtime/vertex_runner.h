@@ -12,8 +12,8 @@
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/runtime/param_store.h"
 #include "sylva/sched/ios.h"
-#include "param_store.h"
 #include "stream.h"
 
 namespace sylva::detail {

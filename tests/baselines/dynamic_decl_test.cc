@@ -8,6 +8,7 @@
 #include "dd_models.h"
 #include "dynamic_decl.h"
 #include "strategy.h"
+#include "support/test_device.h"
 #include "support/test_util.h"
 
 namespace sylva::bench {
@@ -175,6 +176,37 @@ TEST(Autobatch, ChainsOfEqualLengthBatchPerStep) {
   g.forward(true, true);
   // Per sample each step declares the same ops: five chains batch 5-wide.
   EXPECT_LE(g.stats().groups * 5, g.size());
+}
+
+// On a device with memory of its own (the sim device: CPU kernels on
+// memory the host cannot touch) the engine computes the CPU's loss and
+// gradients, batched or not: values, gathers, scatters and parameter
+// copies all stay in the backend's memory.
+TEST(DynamicDecl, RunsOnADeviceWithTheCpusNumbers) {
+  for (Workload w : {Workload::tree_lstm, Workload::tree_fc, Workload::var_lstm}) {
+    const ModelConfig cfg = small_config(w);
+    ParameterSet ps(DType::f64, 2);
+    add_params(ps, cfg);
+    std::mt19937_64 rng(23);
+    const std::vector<InputGraph> batch = samples_for(w, rng, 6, cfg);
+    for (bool autobatch : {false, true}) {
+      Result want{}, got{};
+      for (Backend* b : {&backend_for(Device::cpu()), &test::sim_device()}) {
+        dd::Graph g(ps, *b);
+        dd::ModelDeclarer model(cfg, ps);
+        for (const InputGraph& sample : batch) model.declare(g, sample);
+        ps.zero_grad();
+        Result& r = b == &test::sim_device() ? got : want;
+        r.loss = g.forward(autobatch, true);
+        g.backward();
+        for (const Parameter* p : ps.all()) r.grads.push_back(p->grad.clone());
+        if (autobatch) {
+          EXPECT_GT(g.stats().copied_rows, 0) << workload_name(w);
+        }
+      }
+      expect_same(want, got, ps, workload_name(w) + (autobatch ? " autobatched on sim" : " on sim"));
+    }
+  }
 }
 
 TEST(DynamicDecl, ShapeErrorsNameTheOp) {

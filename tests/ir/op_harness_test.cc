@@ -22,6 +22,7 @@
 #include "sylva/runtime/executor.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/input_graph.h"
+#include "support/test_device.h"
 
 namespace sylva {
 namespace {
@@ -207,7 +208,9 @@ struct Rig {
       for (int64_t i = 0; i < prm.value.numel(); ++i) prm.value.set(i, (*from)[name].value.at(i));
     return prm;
   }
-  std::unique_ptr<Executor> executor(ExecutorOptions o = {}) { return std::make_unique<Executor>(p, ps, o); }
+  std::unique_ptr<Executor> executor(ExecutorOptions o = {}) {
+    return std::make_unique<Executor>(p, ps, test::on_test_device(o));
+  }
   // An executor that has run forward and backward on `warm`: kernels must
   // overwrite (not assume zeroed) reused buffers. Leaves gradients dirty.
   std::unique_ptr<Executor> warmed_executor() {
@@ -638,7 +641,7 @@ void expect_runtime_error(const std::string& ids_name, std::vector<int32_t> bad,
   g.set_ids(kRowIds, row);
   g.set_ids(ids_name, bad);
   GraphBatch batch({&g});
-  Executor ex(e.p, e.ps);
+  Executor ex(e.p, e.ps, test::on_test_device());
   expect_error([&] { ex.forward(batch, Mode::train); }, tag, also);
   InputGraph fixed_graph = g;
   fixed_graph.set_ids(ids_name, std::move(good));

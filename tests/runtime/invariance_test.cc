@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "support/test_device.h"
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
@@ -74,7 +75,7 @@ ExecutorOptions none(BatchingPolicy policy) {
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
   o.seed = 5;
-  Executor ex(m.p, m.ps, o);
+  Executor ex(m.p, m.ps, test::on_test_device(o));
   ex.forward(b, Mode::train);
   Result r{ex.scalar(m.loss), {}, ex.schedule().tasks.size()};
   m.ps.zero_grad();
@@ -108,7 +109,7 @@ TEST(Invariance, RandomTreesBfsEqualsSerial) {
     }
     GraphBatch b = GraphBatch::of(graphs);
     expect_same(m, b, "trial " + std::to_string(trial));
-    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
+    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs}));
     ex.forward(b, Mode::eval);
     batched += ex.schedule().tasks.size() < static_cast<size_t>(b.num_vertices());
   }
@@ -219,7 +220,7 @@ TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
   GraphBatch b = GraphBatch::of(graphs);
   const auto products = [&](bool skip) {
     // Eager batching off: x·W stays in the task loop, where skipping acts per task.
-    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = skip, .eager_batching = false});
+    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = skip, .eager_batching = false}));
     std::map<std::pair<ir::GraphKind, int64_t>, int> count;  // (F or ∂F, task) -> matmuls run
     ex.set_observer([&](const OpEvent& e) {
       if (e.task >= 0 && (e.node.op == ir::OpKind::MatMul || e.node.op == ir::OpKind::ParamGradOut))
@@ -249,7 +250,7 @@ TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
   Model m(3, 0.0);
   const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
-  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = false});
+  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = false}));
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> grads;  // param -> (task, rows) per event
   ex.set_observer([&](const OpEvent& e) {
     if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.node.op == ir::OpKind::ParamGradOut)
@@ -277,7 +278,7 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
   const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool eager : {true, false}) {
-    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager});
+    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager}));
     std::vector<std::pair<int64_t, int64_t>> xw, dx;  // (task, rows) per event
     ex.set_observer([&](const OpEvent& e) {
       if (e.node.op != ir::OpKind::MatMul) return;
@@ -311,7 +312,7 @@ TEST(EagerBatching, SkipsTasksThatPullOnlyZeros) {
   Model m(2, 0.0);
   const std::vector<InputGraph> graphs = complete_trees_with_leaf_words();
   GraphBatch b = GraphBatch::of(graphs);
-  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
+  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs}));
   std::vector<std::pair<int64_t, int64_t>> xw;
   ex.set_observer([&](const OpEvent& e) {
     if (e.node.op == ir::OpKind::MatMul && e.graph.kind() == ir::GraphKind::vertex_function &&
@@ -331,7 +332,7 @@ TEST(Fusion, CellTailRunsAsFusedGroups) {
   const std::vector<InputGraph> graphs = random_trees(rng, 4, 15, true);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool fusion : {true, false}) {
-    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .fusion = fusion});
+    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .fusion = fusion}));
     std::map<ir::GraphKind, int> fused_events;
     std::set<ir::OpKind> fused_ops;
     int sigmoid_alone = 0;
@@ -372,7 +373,7 @@ TEST(Streaming, RunsOutsideWorkInChunksWithTheSameResults) {
   ASSERT_GT(b.num_vertices(), 768);  // chunks of >= 256 rows and a quarter of them: 3 or 4
   std::vector<Result> results;
   for (bool streaming : {false, true}) {
-    Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = streaming});
+    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = streaming}));
     int xw = 0, dw = 0;
     std::thread::id observer_thread;
     bool one_thread = true;
@@ -426,7 +427,7 @@ TEST(Invariance, WholeProgramGradientMatchesFiniteDifferences) {
     test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
   }
   GraphBatch b = GraphBatch::of(graphs);
-  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs});
+  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs}));
   ex.forward(b, Mode::train);
   m.ps.zero_grad();
   ex.backward(m.loss);
@@ -440,7 +441,7 @@ TEST(Invariance, TooManyChildrenIsAnError) {
   std::vector<InputGraph> g{InputGraph::from_children({{}, {}, {}, {0, 1, 2}}, "wide.txt:3")};
   std::mt19937_64 rng(1);
   test::attach_random_ids(rng, g[0], kVocab, kClasses);
-  Executor ex(m.p, m.ps);
+  Executor ex(m.p, m.ps, test::on_test_device());
   try {
     ex.forward(GraphBatch::of(g), Mode::eval);
     FAIL() << "expected sylva::Error";
@@ -453,7 +454,7 @@ TEST(Invariance, TooManyChildrenIsAnError) {
 TEST(Invariance, MissingIdsAreAnError) {
   Model m(2, 0.0);
   std::vector<InputGraph> g{InputGraph::chain(3, "plain")};
-  Executor ex(m.p, m.ps);
+  Executor ex(m.p, m.ps, test::on_test_device());
   EXPECT_THROW(ex.forward(GraphBatch::of(g), Mode::eval), Error);
 }
 
@@ -466,7 +467,7 @@ TEST(Invariance, ArenasDoNotGrowInSteadyState) {
     test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
   }
   GraphBatch b = GraphBatch::of(graphs);
-  Executor ex(m.p, m.ps);
+  Executor ex(m.p, m.ps, test::on_test_device());
   ex.forward(b, Mode::train);
   ex.backward(m.loss);
   size_t after_first = ex.allocations();
@@ -504,7 +505,7 @@ TEST(Invariance, GatherAndGatherReduceTogether) {
   std::vector<double> losses;
   std::vector<Tensor> grads;
   for (BatchingPolicy policy : {BatchingPolicy::Serial, BatchingPolicy::Bfs}) {
-    Executor ex(p, ps, {.policy = policy});
+    Executor ex(p, ps, test::on_test_device({.policy = policy}));
     ex.forward(b, Mode::train);
     losses.push_back(ex.scalar(loss));
     ps.zero_grad();

@@ -1,4 +1,4 @@
-// Internal: where the runtime reads parameters and adds their gradients.
+// ParamStore: parameters where a backend's kernels can use them.
 #pragma once
 
 #include <map>
@@ -9,7 +9,7 @@
 #include "sylva/backend/backend.h"
 #include "sylva/frontend/parameter_set.h"
 
-namespace sylva::detail {
+namespace sylva {
 
 /// On a backend whose memory is the host's (CPU), views of the
 /// ParameterSet's own tensors. On a device (CUDA), copies in the
@@ -17,7 +17,17 @@ namespace sylva::detail {
 /// forward (the optimiser updates them on the host), and gradients are
 /// accumulated on the device and added into the ParameterSet by
 /// flush_grads() after each backward -- only the listed rows of
-/// parameters with row-sparse gradients (embedding tables).
+/// parameters with row-sparse gradients (embedding tables). The Executor
+/// keeps one; so do engines of your own that run on a Backend.
+///
+/// @code
+/// ParamStore store(params, backend_for(Device::cuda()));
+/// store.upload_values();                      // before a forward pass
+/// MatView w = store.value("W");               // device memory
+/// backend.run({node, {x, w}, y, ctx});
+/// backend.add_rows(dy, {}, store.grad("E"), ids);
+/// store.flush_grads({{"E", touched_rows}});   // after the backward pass
+/// @endcode
 class ParamStore {
  public:
   ParamStore(ParameterSet& params, Backend& backend) : params_(params), backend_(backend) {}
@@ -57,6 +67,4 @@ class ParamStore {
   std::vector<int32_t> minus_ones_;
 };
 
-MatView view_of(Tensor& t);
-
-}  // namespace sylva::detail
+}  // namespace sylva

@@ -1,0 +1,148 @@
+// The runtime on a device with memory of its own, checked without a GPU on
+// the sim device (CPU kernels on memory the host cannot touch): arenas,
+// values and parameter copies live in the backend's memory, inputs go up
+// and results come down only through upload()/download(), and training
+// there gives the CPU's numbers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "support/test_device.h"
+#include "support/test_util.h"
+#include "sylva/frontend/program.h"
+#include "sylva/frontend/vertex_function.h"
+#include "sylva/runtime/executor.h"
+
+namespace sylva {
+namespace {
+
+constexpr int32_t kVocab = 23, kClasses = 4;
+
+// A tree RNN over embedded words: lookup pull (row-sparse table
+// gradients), gather_reduce, dropout, cross-entropy and a fixed-size sum.
+struct Net {
+  ParameterSet ps{DType::f64, 3};
+  Program p{DType::f64};
+  Symbol hs, loss;
+  Net() {
+    ps.add("E", {kVocab, 6}, Init::uniform(-1, 1));
+    ps.add("W", {6, 5}, Init::glorot());
+    ps.add("U", {5, 5}, Init::glorot());
+    ps.add("Wo", {5, kClasses}, Init::glorot());
+    VertexFunction f("cell", 5, DType::f64);
+    Symbol h = dropout(tanh(matmul(f.pull(6), f.param(ps["W"])) + matmul(f.gather_reduce(), f.param(ps["U"]))), 0.2);
+    f.scatter(h);
+    f.push(h);
+    hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x")));
+    loss = softmax_cross_entropy(matmul(hs, p.param(ps["Wo"])), p.input_ids("labels")) + scale(sum(hs * hs), 0.01);
+  }
+};
+
+std::vector<GraphBatch> batches(std::vector<std::vector<InputGraph>>& keep) {
+  std::mt19937_64 rng(77);
+  std::vector<GraphBatch> out;
+  for (int b = 0; b < 4; ++b) {
+    keep.emplace_back();
+    for (int s = 0; s < 3 + b; ++s) {
+      keep.back().push_back(test::random_tree(rng, 2 + static_cast<int32_t>(rng() % 12), 3, true, "t"));
+      test::attach_random_ids(rng, keep.back().back(), kVocab, kClasses);
+    }
+  }
+  for (auto& graphs : keep) out.push_back(GraphBatch::of(graphs));
+  return out;
+}
+
+// Losses of `steps` SGD steps over `bs` (gradients accumulated over two
+// backward calls, so a flush must add, not overwrite).
+std::vector<double> train(Net& net, const std::vector<GraphBatch>& bs, ExecutorOptions o) {
+  Executor ex(net.p, net.ps, o);
+  std::vector<double> losses;
+  for (const GraphBatch& b : bs) {
+    ex.forward(b, Mode::train);
+    losses.push_back(ex.scalar(net.loss));
+    net.ps.zero_grad();
+    ex.backward(net.loss);
+    ex.backward(net.loss, 0.5);
+    for (Parameter* prm : net.ps.all())
+      for (int64_t i = 0; i < prm->value.numel(); ++i) prm->value.set(i, prm->value.at(i) - 0.1 * prm->grad.at(i));
+  }
+  return losses;
+}
+
+TEST(SimDevice, TheHostCannotTouchItsMemory) {
+  Buffer b(test::sim_device().memory());
+  b.reserve(64);
+  ASSERT_TRUE(test::is_sim_pointer(b.data()));
+  EXPECT_DEATH(static_cast<volatile char*>(b.data())[0] = 1, "");
+  const char bytes[4] = {1, 2, 3, 4};
+  char back[4] = {};
+  test::sim_device().upload(b.data(), bytes, 4);
+  test::sim_device().download(back, b.data(), 4);
+  EXPECT_EQ(std::vector<char>(back, back + 4), std::vector<char>(bytes, bytes + 4));
+  EXPECT_CONTAINS(test::error_of([&] { test::sim_device().fill_zero({back, 1, 4, DType::i32}); }),
+                  "a host pointer was passed where device memory belongs");
+}
+
+TEST(SimDevice, TrainingMatchesTheCpu) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  for (bool optimised : {false, true}) {
+    ExecutorOptions o{.seed = 4};
+    if (!optimised) o.skip_zero_work = o.lazy_param_grads = o.eager_batching = o.fusion = o.streaming = o.ios = false;
+    Net cpu, sim;
+    const std::vector<double> want = train(cpu, bs, o);
+    ExecutorOptions on_sim = o;
+    on_sim.backend = &test::sim_device();
+    const std::vector<double> got = train(sim, bs, on_sim);
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_NEAR(got[k], want[k], 1e-12 * std::abs(want[k])) << "step " << k << ", optimised " << optimised;
+    for (const Parameter* prm : cpu.ps.all()) {
+      EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name;
+      EXPECT_LE(test::relative_error(sim.ps[prm->name].grad, prm->grad), 1e-12) << prm->name;
+    }
+  }
+}
+
+TEST(SimDevice, ValuesLiveOnTheDeviceAndStopAllocating) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  Net net;
+  Executor ex(net.p, net.ps, {.backend = &test::sim_device()});
+  auto step = [&](const GraphBatch& b) {
+    ex.forward(b, Mode::train);
+    net.ps.zero_grad(&ex.sparse_grads());
+    ex.backward(net.loss);
+  };
+  for (const GraphBatch& b : bs) step(b);  // warm-up: every size once
+  const size_t after_warmup = ex.allocations();
+  EXPECT_GT(after_warmup, 0u);
+  for (const GraphBatch& b : bs) step(b);
+  EXPECT_EQ(ex.allocations(), after_warmup) << "device buffers must be reused across minibatches";
+  // Results come back to the host; the embedding table's gradient only has the looked-up rows.
+  const Tensor h = ex.value(net.hs);
+  EXPECT_EQ(h.shape(), (Shape{bs.back().num_vertices(), 5}));
+  EXPECT_FALSE(test::is_sim_pointer(h.raw()));
+  ASSERT_EQ(ex.sparse_grads().count("E"), 1u);
+  const std::vector<int32_t>& rows = ex.sparse_grads().at("E");
+  for (int32_t r = 0; r < kVocab; ++r) {
+    double norm = 0;
+    for (int64_t c = 0; c < 6; ++c) norm += std::abs(net.ps["E"].grad.at(r * 6 + c));
+    if (!std::binary_search(rows.begin(), rows.end(), r)) {
+      EXPECT_EQ(norm, 0.0) << "row " << r << " not looked up";
+    }
+  }
+}
+
+TEST(SimDevice, BadIdsAreNamedBeforeAnyKernelRuns) {
+  Net net;
+  std::vector<InputGraph> g{InputGraph::chain(3, "chain")};
+  g[0].set_ids("x", {1, kVocab + 5, 2});
+  g[0].set_ids("labels", {0, 1, 2});
+  Executor ex(net.p, net.ps, {.backend = &test::sim_device()});
+  EXPECT_CONTAINS(test::error_of([&] { ex.forward(GraphBatch::of(g), Mode::train); }), "out of range");
+}
+
+}  // namespace
+}  // namespace sylva

@@ -1,0 +1,28 @@
+// The device the op harness and invariance tests run the executor on.
+#pragma once
+
+#include <string>
+
+#include "sylva/backend/backend.h"
+#include "sylva/runtime/executor.h"
+
+namespace sylva::test {
+
+/// A backend for checking device plumbing without a GPU: the CPU kernels,
+/// run on memory the host cannot touch. Its memory() hands out pointers
+/// with bit 55 set (non-canonical: any host load or store through them
+/// faults), which every call translates back before running the CPU
+/// kernel. A runtime that passes device memory only to the backend and moves
+/// data only by upload()/download() runs on it exactly as on the CPU;
+/// one that reads a device value on the host crashes.
+Backend& sim_device();
+/// Whether p is a sim_device() pointer (tag set).
+bool is_sim_pointer(const void* p);
+
+/// SYLVA_TEST_DEVICE: "cpu" (unset), "sim" (sim_device()) or "cuda".
+/// Anything else is an error.
+std::string test_device();
+/// `o` with its device (and backend) set to test_device()'s.
+ExecutorOptions on_test_device(ExecutorOptions o = {});
+
+}  // namespace sylva::test

@@ -26,24 +26,25 @@ using ir::OpKind;
 
 namespace {
 
-struct Buffer {  // a float matrix on the host and on the device
+struct DevMat {  // a float matrix on the host and on the device
   std::vector<float> host;
   float* dev = nullptr;
   int64_t rows, cols;
-  Buffer(int64_t r, int64_t c) : host(static_cast<size_t>(r * c)), rows(r), cols(c) {
+  DevMat(int64_t r, int64_t c) : host(static_cast<size_t>(r * c)), rows(r), cols(c) {
     std::mt19937 rng(static_cast<uint32_t>(r * 7 + c));
     std::uniform_real_distribution<float> u(-1, 1);
     for (float& v : host) v = u(rng);
     if (cudaMalloc(&dev, host.size() * sizeof(float)) != cudaSuccess ||
-        cudaMemcpy(dev, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaMemcpy(dev, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {  // the backend's stream does not wait for the default one
       std::fprintf(stderr, "bench_cuda: cannot allocate %lld x %lld on the device\n", static_cast<long long>(r),
                    static_cast<long long>(c));
       std::exit(1);
     }
   }
-  ~Buffer() { cudaFree(dev); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
+  ~DevMat() { cudaFree(dev); }
+  DevMat(const DevMat&) = delete;
+  DevMat& operator=(const DevMat&) = delete;
   MatView h() { return {host.data(), rows, cols, DType::f32}; }
   MatView d() const { return {dev, rows, cols, DType::f32}; }
 };
@@ -89,9 +90,12 @@ int main(int argc, char** argv) {
   mm.op = OpKind::MatMul;
   ExecContext ctx;
   for (int64_t rows : rows_list) {
-    Buffer x(rows, d), w(d, 5 * h), y(rows, 5 * h);
+    DevMat x(rows, d), w(d, 5 * h), y(rows, 5 * h);
     const MatView in_d[] = {x.d(), w.d()}, in_h[] = {x.h(), w.h()};
-    const Timing g = time_it(repeats, [&] { gpu.run({mm, in_d, y.d(), ctx}); });
+    const Timing g = time_it(repeats, [&] {
+      gpu.run({mm, in_d, y.d(), ctx});
+      gpu.synchronize();
+    });
     const Timing c = time_it(repeats, [&] { cpu.run({mm, in_h, y.h(), ctx}); });
     const double gflop = 2.0 * static_cast<double>(rows * d * 5 * h) * 1e-9;
     std::printf("%-6s %6lld %12s %9.1f [%5.1f,%6.1f] %9.1f [%5.1f,%6.1f] %8.1fx   (GPU %.0f GFLOP/s)\n", "gemm",
@@ -106,11 +110,14 @@ int main(int argc, char** argv) {
              fused_step(OpKind::Mul, {2, 3}, h),         fused_step(OpKind::Add, {4, -2}, h, 0),
              fused_step(OpKind::Tanh, {5}, h, 1)};
   for (int64_t rows : rows_list) {
-    Buffer z(rows, 5 * h), c(rows, h), o0(rows, h), o1(rows, h), t0(rows, h), t1(rows, h), t2(rows, h), zs(rows, h),
+    DevMat z(rows, 5 * h), c(rows, h), o0(rows, h), o1(rows, h), t0(rows, h), t1(rows, h), t2(rows, h), zs(rows, h),
         zt(rows, h);
     const MatView in_d[] = {z.d(), c.d()}, out_d[] = {o0.d(), o1.d()}, in_h[] = {z.h(), c.h()},
                   out_h[] = {o0.h(), o1.h()};
-    const Timing fused = time_it(repeats, [&] { gpu.run_fused(p, in_d, out_d, rows); });
+    const Timing fused = time_it(repeats, [&] {
+      gpu.run_fused(p, in_d, out_d, rows);
+      gpu.synchronize();
+    });
     // Unfused: the slices as copies, then one kernel per op.
     const auto unfused = [&] {
       const auto one = [&](OpKind op, std::vector<MatView> in, MatView out) {
@@ -130,6 +137,7 @@ int main(int argc, char** argv) {
       one(OpKind::Mul, {t0.d(), t1.d()}, t2.d());
       one(OpKind::Add, {t2.d(), c.d()}, o0.d());
       one(OpKind::Tanh, {o0.d()}, o1.d());
+      gpu.synchronize();
     };
     const Timing separate = time_it(repeats, unfused);
     const Timing host = time_it(repeats, [&] { cpu.run_fused(p, in_h, out_h, rows); });

@@ -81,6 +81,10 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
   CK_CUDNN(cudnnCreate(&cudnn));
   cublasHandle_t cublas = nullptr;
   CK_CUBLAS(cublasCreate(&cublas));
+  // cuDNN, cuBLAS and the backend's kernels all on the backend's stream, in order.
+  const auto stream = static_cast<cudaStream_t>(gpu.native_stream());
+  CK_CUDNN(cudnnSetStream(cudnn, stream));
+  CK_CUBLAS(cublasSetStream(cublas, stream));
   // Parameters and their gradients.
   Dev emb(static_cast<size_t>(V * D) * 4), demb(static_cast<size_t>(V * D) * 4), proj(static_cast<size_t>(H * V) * 4),
       dproj(static_cast<size_t>(H * V) * 4);
@@ -162,7 +166,7 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
     CK_CUDNN(cudnnRNNBackwardData_v8(cudnn, rnn, d_lengths.i(), y_desc, y.p, dy.p, x_desc, dx.p, h_desc, nullptr,
                                      nullptr, nullptr, h_desc, nullptr, nullptr, nullptr, weight_bytes, weights.p,
                                      work_bytes, work.p, reserve_bytes, reserve.p));
-    CK_CUDA(cudaMemset(dweights.p, 0, weight_bytes));
+    CK_CUDA(cudaMemsetAsync(dweights.p, 0, weight_bytes, stream));
     CK_CUDNN(cudnnRNNBackwardWeights_v8(cudnn, rnn, CUDNN_WGRAD_MODE_ADD, d_lengths.i(), x_desc, x.p, h_desc, nullptr,
                                         y_desc, y.p, weight_bytes, dweights.p, work_bytes, work.p, reserve_bytes,
                                         reserve.p));
@@ -172,6 +176,7 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
     CK_CUBLAS(cublasSaxpy(cublas, static_cast<int>(V * D), &lr, demb.f(), 1, emb.f(), 1));
     CK_CUDA(cudaDeviceSynchronize());
   };
+  CK_CUDA(cudaDeviceSynchronize());  // the set-up's copies ran on the default stream
   step();  // warm-up
   std::vector<double> wps;
   for (int r = 0; r < repeats; ++r) {

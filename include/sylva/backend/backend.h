@@ -136,6 +136,12 @@ class Backend {
   /// Whether run() and the row primitives may be called from two threads
   /// at once (the streaming optimisation's worker thread).
   virtual bool concurrent_calls() const { return true; }
+  /// Waits until the work of earlier calls is done: a device queues it
+  /// (download() waits by itself); the CPU's calls return when done.
+  virtual void synchronize() {}
+  /// The queue this backend's work goes to (CUDA: its cudaStream_t), for
+  /// running your own kernels in order with it; nullptr for the CPU.
+  virtual void* native_stream() { return nullptr; }
 };
 
 /// The backend for `device`. CPU always exists; CUDA is the no_cuda stub

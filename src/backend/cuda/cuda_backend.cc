@@ -3,10 +3,13 @@
 // fused groups generated as CUDA source and compiled with NVRTC (single
 // elementwise and column ops run as one-step groups).
 // Its memory() is device memory: the runtime keeps arenas, parameter copies
-// and inputs there, and uploads through a pinned staging buffer. Every call
-// is synchronous on the backend's one stream for now (see
-// docs/architecture.md, "CUDA").
+// and inputs there. Calls are asynchronous on the backend's one stream:
+// host data (index tables, uploads) is copied into a ring of pinned memory
+// first, so the caller may reuse it at once; download() and the checks that
+// read a device flag synchronise. SYLVA_CUDA_SYNC=1 synchronises after
+// every call (errors then surface at the call that caused them).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -41,23 +44,12 @@ struct LibraryDeleter {
   void operator()(CUlib_st* l) const { cudaLibraryUnload(l); }
 };
 
-// Grow-only device scratch (index tables): no cudaMalloc in the steady state.
-class DeviceScratch {
- public:
-  void* reserve(size_t bytes) {
-    if (bytes > capacity_) {
-      void* p = nullptr;
-      SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes * 2));
-      data_.reset(p);
-      capacity_ = bytes * 2;
-    }
-    return data_.get();
-  }
-
- private:
-  std::unique_ptr<void, DeviceDeleter> data_;
-  size_t capacity_ = 0;
-};
+// A device allocation of fixed size.
+std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes) {
+  void* p = nullptr;
+  SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return std::unique_ptr<void, DeviceDeleter>(p);
+}
 
 // Device memory for Buffers (arenas, parameter copies): cudaMalloc'd
 // blocks (256-byte aligned), copied on the backend's stream.
@@ -69,11 +61,13 @@ class DeviceMemory final : public Memory {
     SYLVA_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
     return p;
   }
-  void release(void* p) noexcept override { cudaFree(p); }
+  // Kernels queued before may still use the block.
+  void release(void* p) noexcept override {
+    cudaStreamSynchronize(stream_);
+    cudaFree(p);
+  }
   void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes == 0) return;
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
-    SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    if (bytes) SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   bool host_visible() const override { return false; }
 
@@ -132,7 +126,10 @@ class CudaBackend final : public Backend {
     cublas_.reset(h);
     SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
     memory_.set_stream(s);
-    scalars_ = static_cast<Scalars*>(scalars_buffer_.reserve(sizeof(Scalars)));
+    scalars_buffer_ = device_alloc(sizeof(Scalars));
+    scalars_ = static_cast<Scalars*>(scalars_buffer_.get());
+    const char* sync_env = std::getenv("SYLVA_CUDA_SYNC");
+    sync_each_ = sync_env && std::string(sync_env) == "1";
   }
 
   Device device() const override { return Device::cuda(index_); }
@@ -164,7 +161,7 @@ class CudaBackend final : public Backend {
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(cuda_kernels::copy_rows(
         src.data, s, dst.data, d, n, dst.cols, static_cast<int>(dtype_size(dst.dtype)), stream_.get())));
-    sync();
+    done();
   }
   void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
                 std::span<const int32_t> dst_idx) override {
@@ -173,18 +170,18 @@ class CudaBackend final : public Backend {
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
         cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream_.get())));
-    sync();
+    done();
   }
   void fill_zero(MatView dst) override {
     SYLVA_CUDA_CHECK(cudaMemsetAsync(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype),
                                      stream_.get()));
-    sync();
+    done();
   }
   void accumulate(MatView src, MatView dst) override {
     SYLVA_CHECK(src.numel() == dst.numel(), "[cuda] accumulate: ", src.numel(), " elements into ", dst.numel());
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
         cuda_kernels::accumulate(src.data, dst.data, dst.numel(), dst.dtype == DType::f64, stream_.get())));
-    sync();
+    done();
   }
 
   bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
@@ -211,7 +208,7 @@ class CudaBackend final : public Backend {
     const int64_t blocks = std::min<int64_t>((rows + k.warps - 1) / k.warps, 65535);
     SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(static_cast<unsigned>(blocks)),
                                       dim3(static_cast<unsigned>(k.warps * 32)), params, 0, stream_.get()));
-    sync();
+    done();
     return true;
   }
 
@@ -219,38 +216,59 @@ class CudaBackend final : public Backend {
 
   Memory& memory() override { return memory_; }
   bool concurrent_calls() const override { return false; }
+  void synchronize() override { sync(); }
+  void* native_stream() override { return stream_.get(); }
 
   // Host bytes go through a grow-only pinned buffer, so the copy to the
   // device is a DMA at full bandwidth (pageable memory would be staged by
   // the driver in small pieces).
+  // Through the pinned ring: the caller may reuse `src` at once, and the
+  // copy runs in stream order without stopping the host.
   void upload(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
-    void* staging = pinned(bytes);
-    std::memcpy(staging, src, bytes);
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyHostToDevice, stream_.get()));
-    sync();
+    const size_t at = reserve_ring(bytes);
+    std::memcpy(ring_host_.get() + at, src, bytes);
+    SYLVA_CUDA_CHECK(
+        cudaMemcpyAsync(dst, ring_host_.get() + at, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    done();
   }
+  // Waits for everything queued before, then for the copy.
   void download(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
-    void* staging = pinned(bytes);
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
     sync();
-    std::memcpy(dst, staging, bytes);
   }
 
  private:
   void sync() { SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
-
-  void* pinned(size_t bytes) {
-    if (bytes > pinned_bytes_) {
-      const size_t want = std::max(bytes, pinned_bytes_ * 2);
-      void* p = nullptr;
-      SYLVA_CUDA_CHECK(cudaMallocHost(&p, want));
-      pinned_.reset(p);
-      pinned_bytes_ = want;
-    }
-    return pinned_.get();
+  // After a call's work is queued.
+  void done() {
+    if (sync_each_) sync();
   }
+
+  // Room for `bytes` in the pinned ring; returns its offset. The device
+  // ring mirrors the host ring's offsets, so index tables copied there stay
+  // put until the ring wraps, which first waits for the stream (copies and
+  // kernels in flight still read their part).
+  size_t reserve_ring(size_t bytes) {
+    constexpr size_t kMin = size_t{1} << 20;
+    if (ring_used_ + bytes > ring_bytes_) {
+      sync();
+      ring_used_ = 0;
+      if (bytes > ring_bytes_) {
+        const size_t want = std::max({bytes, 2 * ring_bytes_, kMin});
+        char* h = nullptr;
+        SYLVA_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&h), want));
+        ring_host_.reset(h);
+        ring_device_ = device_alloc(want);
+        ring_bytes_ = want;
+      }
+    }
+    const size_t at = ring_used_;
+    ring_used_ = std::min(ring_bytes_, align(at + bytes));
+    return at;
+  }
+  static size_t align(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
   void check(int launched) { SYLVA_CUDA_CHECK(static_cast<cudaError_t>(launched)); }
 
@@ -338,7 +356,7 @@ class CudaBackend final : public Backend {
       }
       default: SYLVA_THROW("[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");
     }
-    sync();
+    done();
   }
 
   void matmul(const KernelArgs& a) {
@@ -364,20 +382,22 @@ class CudaBackend final : public Backend {
                                      static_cast<int>(y.cols), x.as<const float>(), static_cast<int>(x.cols), &beta,
                                      a.out.as<float>(), n));
     }
-    sync();
+    done();
   }
 
-  // Index tables to the device (nullptr for an empty span: the identity).
+  // Index tables to the device ring, both in one copy (nullptr for an
+  // empty span: the identity).
   std::pair<const int32_t*, const int32_t*> upload(std::span<const int32_t> a, std::span<const int32_t> b) {
-    const size_t bytes = (a.size() + b.size()) * sizeof(int32_t);
-    if (bytes == 0) return {nullptr, nullptr};
-    auto* base = static_cast<int32_t*>(indices_.reserve(bytes));
-    if (!a.empty())
-      SYLVA_CUDA_CHECK(cudaMemcpyAsync(base, a.data(), a.size_bytes(), cudaMemcpyHostToDevice, stream_.get()));
-    if (!b.empty())
-      SYLVA_CUDA_CHECK(
-          cudaMemcpyAsync(base + a.size(), b.data(), b.size_bytes(), cudaMemcpyHostToDevice, stream_.get()));
-    return {a.empty() ? nullptr : base, b.empty() ? nullptr : base + a.size()};
+    const size_t b_at = align(a.size_bytes()), bytes = b_at + b.size_bytes();
+    if (a.empty() && b.empty()) return {nullptr, nullptr};
+    const size_t at = reserve_ring(bytes);
+    char* host = ring_host_.get() + at;
+    char* dev = static_cast<char*>(ring_device_.get()) + at;
+    if (!a.empty()) std::memcpy(host, a.data(), a.size_bytes());
+    if (!b.empty()) std::memcpy(host + b_at, b.data(), b.size_bytes());
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    return {a.empty() ? nullptr : reinterpret_cast<const int32_t*>(dev),
+            b.empty() ? nullptr : reinterpret_cast<const int32_t*>(dev + b_at)};
   }
 
   // The kernel of a generated source, compiled (or found in the cache) and
@@ -414,10 +434,12 @@ class CudaBackend final : public Backend {
   std::unique_ptr<CUstream_st, StreamDeleter> stream_;
   std::unique_ptr<cublasContext, CublasDeleter> cublas_;
   DeviceMemory memory_;
-  std::unique_ptr<void, PinnedDeleter> pinned_;
-  size_t pinned_bytes_ = 0;
-  DeviceScratch indices_;
-  DeviceScratch scalars_buffer_;
+  bool sync_each_ = false;
+  // The staging ring (reserve_ring()): pinned host memory and its device mirror.
+  std::unique_ptr<char, PinnedDeleter> ring_host_;
+  std::unique_ptr<void, DeviceDeleter> ring_device_;
+  size_t ring_bytes_ = 0, ring_used_ = 0;
+  std::unique_ptr<void, DeviceDeleter> scalars_buffer_;
   Scalars* scalars_ = nullptr;
   std::mutex mutex_;
   std::map<std::string, Loaded> modules_;

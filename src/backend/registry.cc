@@ -17,6 +17,11 @@ void Backend::download(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memcpy(dst, src, bytes);
 }
 
+int Backend::set_lane(int lane) {
+  SYLVA_CHECK(lane >= 0 && lane < lanes(), "[", name(), "] lane ", lane, " out of range [0, ", lanes(), ")");
+  return 0;
+}
+
 Backend& backend_for(Device device) {
   switch (device.kind) {
     case DeviceKind::cpu: {

@@ -64,14 +64,15 @@ struct Executor::Impl {
     return ids;
   }
 
-  // Streaming needs a core the GEMM threads leave free: with as many GEMM
-  // threads as cores, a worker thread only competes with them. A backend
-  // that takes calls from one thread at a time (CUDA, until the worker has
-  // a stream of its own) runs without it.
+  // Streaming on a CPU needs a core the GEMM threads leave free: with as
+  // many GEMM threads as cores, a worker thread only competes with them. A
+  // device that takes calls from one thread (CUDA) streams on its second
+  // lane instead.
   bool streaming() const {
+    if (!options.streaming) return false;
+    if (!backend.concurrent_calls()) return backend.lanes() > 1;
     const int gemm_threads = std::max(options.threads, 1);
-    return options.streaming && backend.concurrent_calls() &&
-           gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
+    return gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
   }
 
   // Rows of a rowed static value: the batch's vertex count.

@@ -48,6 +48,24 @@ bool zero_from_inputs(const Node& n, const std::vector<uint8_t>& zero) {
   }
 }
 
+// Queues the backend calls made while it lives on lane `lane`.
+class OnLane {
+ public:
+  OnLane(Backend& b, int lane) : b_(b), previous_(b.set_lane(lane)) {}
+  ~OnLane() {
+    try {
+      b_.set_lane(previous_);
+    } catch (...) {  // a lane it came from exists
+    }
+  }
+  OnLane(const OnLane&) = delete;
+  OnLane& operator=(const OnLane&) = delete;
+
+ private:
+  Backend& b_;
+  int previous_;
+};
+
 bool all_zero_bytes(const MatView& v) {
   const size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
   const auto* p = static_cast<const unsigned char*>(v.data);
@@ -536,12 +554,24 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   pull_ = pull;
   const auto& tasks = schedule_->tasks;
   const size_t T = tasks.size();
-  // Streaming: the work before the loop runs on the worker, chunk by chunk,
-  // and each task waits only for its own chunk.
+  // Streaming: the work before the loop runs on the worker (a device: is
+  // queued on lane 1), chunk by chunk, and each task waits only for its
+  // own chunk.
   const bool stream = streaming_ && !fwd_.pre.empty() && T > 1;
+  const bool on_lane = stream && !backend_.concurrent_calls();
   std::vector<size_t> bounds;
   std::vector<uint64_t> events;
-  if (stream) {
+  if (on_lane) {
+    worker_lane_.buffer_events = false;
+    bounds = chunk_bounds(false);
+    const uint64_t inputs_ready = backend_.record();  // the pull and the parameters, on lane 0
+    OnLane side(backend_, 1);
+    backend_.wait(inputs_ready);
+    for (size_t c = 0; c + 1 < bounds.size(); ++c) {
+      run_phase(fwd_, Phase::pre, ctx, obs, bounds[c], bounds[c + 1], worker_lane_);
+      events.push_back(backend_.record());
+    }
+  } else if (stream) {
     if (!worker_) worker_ = std::make_unique<WorkerStream>();
     worker_lane_.buffer_events = true;
     bounds = chunk_bounds(false);
@@ -555,15 +585,18 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   try {
     size_t chunk = 0;
     for (size_t ti = 0; ti < T; ++ti) {
-      if (stream && ti == bounds[chunk]) worker_->wait(events[chunk++]);
+      if (stream && ti == bounds[chunk]) {
+        if (on_lane) backend_.wait(events[chunk++]);
+        else worker_->wait(events[chunk++]);
+      }
       if (skip_ && !fwd_.pre.empty()) task_flags(ti, false, main_);  // zero flags of the nodes that ran before
       for (int32_t u : fwd_.order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
     }
   } catch (...) {
-    if (stream) worker_->drain();
+    if (stream && !on_lane) worker_->drain();
     throw;
   }
-  if (stream) report_worker_events(obs);
+  if (stream && !on_lane) report_worker_events(obs);
   run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
   // push: permute the pushed rows from task order back to vertex order.
   NodeId src = f_->node(f_->find(OpKind::Push)[0]).inputs[0];
@@ -589,12 +622,13 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
   run_phase(bwd_, Phase::pre, ctx, obs, 0, T, main_);
   // Streaming: once the loop has finished a chunk of tasks (their rows are
   // final: parents run first), the work after the loop for those tasks
-  // runs on the worker while the loop goes on.
+  // runs on the worker (a device: is queued on lane 1) while the loop goes on.
   const bool stream = streaming_ && !bwd_.post.empty() && T > 1;
+  const bool on_lane = stream && !backend_.concurrent_calls();
   std::vector<size_t> bounds;
   if (stream) {
-    if (!worker_) worker_ = std::make_unique<WorkerStream>();
-    worker_lane_.buffer_events = true;
+    if (!worker_ && !on_lane) worker_ = std::make_unique<WorkerStream>();
+    worker_lane_.buffer_events = !on_lane;
     bounds = chunk_bounds(true);
   }
   try {
@@ -603,19 +637,35 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
       if (skip_) task_flags(ti, true, main_);
       for (int32_t u : bwd_.order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
       if (stream && ti == bounds[chunk]) {
-        worker_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
-          run_phase(bwd_, Phase::post, ctx, obs, a, b, worker_lane_);
-        });
+        if (on_lane) {
+          const uint64_t chunk_done = backend_.record();
+          OnLane side(backend_, 1);
+          backend_.wait(chunk_done);
+          run_phase(bwd_, Phase::post, ctx, obs, bounds[chunk], bounds[chunk - 1], worker_lane_);
+        } else {
+          worker_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
+            run_phase(bwd_, Phase::post, ctx, obs, a, b, worker_lane_);
+          });
+        }
         ++chunk;
       }
     }
-    if (stream) worker_->synchronize();
+    if (on_lane) {  // lane 0 goes on after lane 1's last chunk
+      uint64_t side_done = 0;
+      {
+        OnLane side(backend_, 1);
+        side_done = backend_.record();
+      }
+      backend_.wait(side_done);
+    } else if (stream) {
+      worker_->synchronize();
+    }
   } catch (...) {
-    if (stream) worker_->drain();
+    if (stream && !on_lane) worker_->drain();
     throw;
   }
-  if (stream) report_worker_events(obs);
-  else run_phase(bwd_, Phase::post, ctx, obs, 0, T, main_);
+  if (stream && !on_lane) report_worker_events(obs);
+  else if (!stream) run_phase(bwd_, Phase::post, ctx, obs, 0, T, main_);
 }
 
 size_t VertexRunner::allocations() const {

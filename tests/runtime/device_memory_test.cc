@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "support/test_device.h"
@@ -85,22 +86,49 @@ TEST(SimDevice, TheHostCannotTouchItsMemory) {
                   "a host pointer was passed where device memory belongs");
 }
 
+// The sim's lanes catch a read that does not wait for the lane that wrote.
+TEST(SimDevice, AMissingWaitReadsStaleValues) {
+  Backend& sim = test::sim_device(1);  // lane 1 runs late
+  Buffer a(sim.memory()), b(sim.memory());
+  a.reserve(4 * sizeof(float));
+  b.reserve(4 * sizeof(float));
+  const MatView va{a.data(), 4, 1, DType::f32}, vb{b.data(), 4, 1, DType::f32};
+  const float ones[4] = {1, 1, 1, 1};
+  for (bool wait : {false, true}) {
+    sim.fill_zero(va);
+    sim.fill_zero(vb);
+    sim.set_lane(1);
+    sim.upload(a.data(), ones, sizeof ones);
+    const uint64_t written = sim.record();
+    sim.set_lane(0);
+    if (wait) sim.wait(written);
+    sim.copy_rows(va, {}, vb, {});
+    float got[4] = {};
+    sim.download(got, b.data(), sizeof got);
+    EXPECT_EQ(got[0], wait ? 1.0f : 0.0f) << (wait ? "with" : "without") << " the wait";
+  }
+}
+
 TEST(SimDevice, TrainingMatchesTheCpu) {
   std::vector<std::vector<InputGraph>> keep;
   const std::vector<GraphBatch> bs = batches(keep);
   for (bool optimised : {false, true}) {
     ExecutorOptions o{.seed = 4};
     if (!optimised) o.skip_zero_work = o.lazy_param_grads = o.eager_batching = o.fusion = o.streaming = o.ios = false;
-    Net cpu, sim;
+    Net cpu;
     const std::vector<double> want = train(cpu, bs, o);
-    ExecutorOptions on_sim = o;
-    on_sim.backend = &test::sim_device();
-    const std::vector<double> got = train(sim, bs, on_sim);
-    for (size_t k = 0; k < want.size(); ++k)
-      EXPECT_NEAR(got[k], want[k], 1e-12 * std::abs(want[k])) << "step " << k << ", optimised " << optimised;
-    for (const Parameter* prm : cpu.ps.all()) {
-      EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name;
-      EXPECT_LE(test::relative_error(sim.ps[prm->name].grad, prm->grad), 1e-12) << prm->name;
+    for (int late : {1, 0}) {  // the side lane runs late, then the main one
+      Net sim;
+      ExecutorOptions on_sim = o;
+      on_sim.backend = &test::sim_device(late);
+      const std::vector<double> got = train(sim, bs, on_sim);
+      const std::string what = std::string(optimised ? "optimised" : "plain") + ", lane " + std::to_string(late) +
+                               " late";
+      for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-12 * std::abs(want[k])) << what;
+      for (const Parameter* prm : cpu.ps.all()) {
+        EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name << ", " << what;
+        EXPECT_LE(test::relative_error(sim.ps[prm->name].grad, prm->grad), 1e-12) << prm->name << ", " << what;
+      }
     }
   }
 }

@@ -9,17 +9,22 @@
 namespace sylva::test {
 
 /// A backend for checking device plumbing without a GPU: the CPU kernels,
-/// run on memory the host cannot touch. Its memory() hands out pointers
-/// with bit 55 set (non-canonical: any host load or store through them
-/// faults), which every call translates back before running the CPU
-/// kernel. A runtime that passes device memory only to the backend and moves
-/// data only by upload()/download() runs on it exactly as on the CPU;
-/// one that reads a device value on the host crashes.
-Backend& sim_device();
+/// run on memory the host cannot touch, in two lanes that run out of step.
+/// Its memory() hands out pointers with bit 55 set (non-canonical: any
+/// host load or store through them faults), which every call translates
+/// back before running the CPU kernel. Calls on lane `deferred_lane` are
+/// queued and run only when a wait() (or synchronize, download, memory
+/// release) needs them; calls on the other lane run at once. A runtime
+/// that passes device memory only to the backend, moves data only by
+/// upload()/download() and orders its lanes with record()/wait() runs on it
+/// exactly as on the CPU; one that reads a device value on the host
+/// crashes, and one that misses a wait reads stale values.
+Backend& sim_device(int deferred_lane = 1);
 /// Whether p is a sim_device() pointer (tag set).
 bool is_sim_pointer(const void* p);
 
-/// SYLVA_TEST_DEVICE: "cpu" (unset), "sim" (sim_device()) or "cuda".
+/// SYLVA_TEST_DEVICE: "cpu" (unset), "sim" (sim_device(1): the side lane
+/// late), "sim-late-main" (sim_device(0): the main lane late) or "cuda".
 /// Anything else is an error.
 std::string test_device();
 /// `o` with its device (and backend) set to test_device()'s.

@@ -139,9 +139,23 @@ class Backend {
   /// Waits until the work of earlier calls is done: a device queues it
   /// (download() waits by itself); the CPU's calls return when done.
   virtual void synchronize() {}
-  /// The queue this backend's work goes to (CUDA: its cudaStream_t), for
-  /// running your own kernels in order with it; nullptr for the CPU.
+  /// The queue this backend's work goes to (CUDA: the current lane's
+  /// cudaStream_t), for running your own kernels in order with it; nullptr
+  /// for the CPU.
   virtual void* native_stream() { return nullptr; }
+
+  /// Lanes: in-order queues of work that may run concurrently with each
+  /// other (CUDA streams; the CPU has one). Later calls queue their work on
+  /// lane `lane` (0, the default, .. lanes() - 1); returns the previous
+  /// lane. The streaming optimisation runs its side work on lane 1 of a
+  /// backend that takes calls from one thread (concurrent_calls() false).
+  virtual int lanes() const { return 1; }
+  virtual int set_lane(int lane);
+  /// An event marking the work queued so far on the current lane, to be
+  /// waited for once: wait(e) makes work queued later on the current lane
+  /// start after it.
+  virtual uint64_t record() { return 0; }
+  virtual void wait(uint64_t event) { (void)event; }
 };
 
 /// The backend for `device`. CPU always exists; CUDA is the no_cuda stub

@@ -9,12 +9,14 @@
 // read a device flag synchronise. SYLVA_CUDA_SYNC=1 synchronises after
 // every call (errors then surface at the call that caused them).
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "../backend_factories.h"
@@ -52,27 +54,29 @@ std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes) {
 }
 
 // Device memory for Buffers (arenas, parameter copies): cudaMalloc'd
-// blocks (256-byte aligned), copied on the backend's stream.
+// blocks (256-byte aligned). Releasing or copying a block first waits for
+// the device: kernels queued on any lane may still use it. (Buffers only
+// grow, so neither happens in the steady state.)
 class DeviceMemory final : public Memory {
  public:
-  void set_stream(cudaStream_t s) { stream_ = s; }
   void* allocate(size_t bytes) override {
     void* p = nullptr;
     SYLVA_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
     return p;
   }
-  // Kernels queued before may still use the block.
   void release(void* p) noexcept override {
-    cudaStreamSynchronize(stream_);
+    cudaDeviceSynchronize();
     cudaFree(p);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
-    if (bytes) SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+    SYLVA_CUDA_CHECK(cudaDeviceSynchronize());
+    if (bytes) SYLVA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
   bool host_visible() const override { return false; }
+};
 
- private:
-  cudaStream_t stream_ = nullptr;
+struct EventDeleter {
+  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
 };
 
 struct PinnedDeleter {
@@ -118,16 +122,17 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop{};
     SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
-    cudaStream_t s = nullptr;
-    SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    stream_.reset(s);
-    cublasHandle_t h = nullptr;
-    SYLVA_CUBLAS_CHECK(cublasCreate(&h));
-    cublas_.reset(h);
-    SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
-    memory_.set_stream(s);
-    scalars_buffer_ = device_alloc(sizeof(Scalars));
-    scalars_ = static_cast<Scalars*>(scalars_buffer_.get());
+    for (Lane& lane : lanes_) {  // a stream, a cuBLAS handle and device scalars each
+      cudaStream_t s = nullptr;
+      SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      lane.stream.reset(s);
+      cublasHandle_t h = nullptr;
+      SYLVA_CUBLAS_CHECK(cublasCreate(&h));
+      lane.cublas.reset(h);
+      SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+      lane.scalars_buffer = device_alloc(sizeof(Scalars));
+      lane.scalars = static_cast<Scalars*>(lane.scalars_buffer.get());
+    }
     const char* sync_env = std::getenv("SYLVA_CUDA_SYNC");
     sync_each_ = sync_env && std::string(sync_env) == "1";
   }
@@ -160,7 +165,7 @@ class CudaBackend final : public Backend {
     const int64_t n = rows_moved(src, src_idx, dst_idx);
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(cuda_kernels::copy_rows(
-        src.data, s, dst.data, d, n, dst.cols, static_cast<int>(dtype_size(dst.dtype)), stream_.get())));
+        src.data, s, dst.data, d, n, dst.cols, static_cast<int>(dtype_size(dst.dtype)), stream())));
     done();
   }
   void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
@@ -169,18 +174,18 @@ class CudaBackend final : public Backend {
     const int64_t n = rows_moved(src, src_idx, dst_idx);
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
-        cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream_.get())));
+        cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream())));
     done();
   }
   void fill_zero(MatView dst) override {
     SYLVA_CUDA_CHECK(cudaMemsetAsync(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype),
-                                     stream_.get()));
+                                     stream()));
     done();
   }
   void accumulate(MatView src, MatView dst) override {
     SYLVA_CHECK(src.numel() == dst.numel(), "[cuda] accumulate: ", src.numel(), " elements into ", dst.numel());
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
-        cuda_kernels::accumulate(src.data, dst.data, dst.numel(), dst.dtype == DType::f64, stream_.get())));
+        cuda_kernels::accumulate(src.data, dst.data, dst.numel(), dst.dtype == DType::f64, stream())));
     done();
   }
 
@@ -207,7 +212,7 @@ class CudaBackend final : public Backend {
     void* params[] = {words.data()};  // the kernel's one parameter, the struct
     const int64_t blocks = std::min<int64_t>((rows + k.warps - 1) / k.warps, 65535);
     SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(static_cast<unsigned>(blocks)),
-                                      dim3(static_cast<unsigned>(k.warps * 32)), params, 0, stream_.get()));
+                                      dim3(static_cast<unsigned>(k.warps * 32)), params, 0, stream()));
     done();
     return true;
   }
@@ -217,11 +222,34 @@ class CudaBackend final : public Backend {
   Memory& memory() override { return memory_; }
   bool concurrent_calls() const override { return false; }
   void synchronize() override { sync(); }
-  void* native_stream() override { return stream_.get(); }
+  void* native_stream() override { return stream(); }
 
-  // Host bytes go through a grow-only pinned buffer, so the copy to the
-  // device is a DMA at full bandwidth (pageable memory would be staged by
-  // the driver in small pieces).
+  // Lanes: one CUDA stream each. An event goes back to the pool once its
+  // wait is queued (a wait uses the record made before it), so the pool
+  // holds as many events as are ever outstanding at once.
+  int lanes() const override { return static_cast<int>(lanes_.size()); }
+  int set_lane(int lane) override {
+    SYLVA_CHECK(lane >= 0 && lane < lanes(), "[cuda] lane ", lane, " out of range [0, ", lanes(), ")");
+    return std::exchange(cur_, lane);
+  }
+  uint64_t record() override {
+    if (free_events_.empty()) {
+      cudaEvent_t e = nullptr;
+      SYLVA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      events_.emplace_back(e);
+      free_events_.push_back(events_.size() - 1);
+    }
+    const uint64_t id = free_events_.back();
+    free_events_.pop_back();
+    SYLVA_CUDA_CHECK(cudaEventRecord(events_[id].get(), stream()));
+    return id;
+  }
+  void wait(uint64_t event) override {
+    SYLVA_ASSERT(event < events_.size(), "event ", event, " was not recorded");
+    SYLVA_CUDA_CHECK(cudaStreamWaitEvent(stream(), events_[event].get(), 0));
+    free_events_.push_back(event);
+  }
+
   // Through the pinned ring: the caller may reuse `src` at once, and the
   // copy runs in stream order without stopping the host.
   void upload(void* dst, const void* src, size_t bytes) override {
@@ -229,18 +257,25 @@ class CudaBackend final : public Backend {
     const size_t at = reserve_ring(bytes);
     std::memcpy(ring_host_.get() + at, src, bytes);
     SYLVA_CUDA_CHECK(
-        cudaMemcpyAsync(dst, ring_host_.get() + at, bytes, cudaMemcpyHostToDevice, stream_.get()));
+        cudaMemcpyAsync(dst, ring_host_.get() + at, bytes, cudaMemcpyHostToDevice, stream()));
     done();
   }
-  // Waits for everything queued before, then for the copy.
+  // Waits for everything queued before (on every lane), then for the copy.
   void download(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
+    sync();
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
     sync();
   }
 
  private:
-  void sync() { SYLVA_CUDA_CHECK(cudaStreamSynchronize(stream_.get())); }
+  cudaStream_t stream() const { return lanes_[static_cast<size_t>(cur_)].stream.get(); }
+  cublasHandle_t cublas() const { return lanes_[static_cast<size_t>(cur_)].cublas.get(); }
+  Scalars* scalars() const { return lanes_[static_cast<size_t>(cur_)].scalars; }
+  // Waits for every lane.
+  void sync() {
+    for (const Lane& lane : lanes_) SYLVA_CUDA_CHECK(cudaStreamSynchronize(lane.stream.get()));
+  }
   // After a call's work is queued.
   void done() {
     if (sync_each_) sync();
@@ -275,7 +310,7 @@ class CudaBackend final : public Backend {
   // The first row a validating kernel flagged (-1: none), after the stream.
   int64_t bad_row() {
     int64_t row = -1;
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(&row, &scalars_->bad_row, sizeof row, cudaMemcpyDeviceToHost, stream_.get()));
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(&row, &scalars()->bad_row, sizeof row, cudaMemcpyDeviceToHost, stream()));
     sync();
     return row;
   }
@@ -287,9 +322,10 @@ class CudaBackend final : public Backend {
 
   void run_own(const KernelArgs& a) {
     const bool f64 = a.out.dtype == DType::f64;
-    void* s = stream_.get();
+    void* s = stream();
     const MatView& x = a.in[0];
-    SYLVA_CUDA_CHECK(cudaMemsetAsync(&scalars_->bad_row, 0xff, sizeof(int64_t), stream_.get()));
+    Scalars* const sc = scalars();
+    SYLVA_CUDA_CHECK(cudaMemsetAsync(&sc->bad_row, 0xff, sizeof(int64_t), stream()));
     switch (a.node.op) {
       case OpKind::Softmax:
       case OpKind::LogSoftmax:
@@ -306,11 +342,11 @@ class CudaBackend final : public Backend {
         const bool mean = a.node.attrs.reduction == ir::Reduction::mean;
         const auto* labels = a.in[1].as<const int32_t>();
         if (a.node.op == OpKind::SoftmaxCrossEntropy)
-          check(cuda_kernels::cross_entropy(x.data, labels, a.out.data, x.rows, x.cols, mean, scalars_->sums,
-                                            &scalars_->bad_row, f64, s));
+          check(cuda_kernels::cross_entropy(x.data, labels, a.out.data, x.rows, x.cols, mean, sc->sums,
+                                            &sc->bad_row, f64, s));
         else
           check(cuda_kernels::cross_entropy_grad(x.data, labels, a.in[2].data, a.out.data, x.rows, x.cols, mean,
-                                                 scalars_->sums, &scalars_->bad_row, f64, s));
+                                                 sc->sums, &sc->bad_row, f64, s));
         if (const int64_t r = bad_row(); r >= 0)
           SYLVA_THROW("[softmax_cross_entropy] label ", id_at(a.in[1], r), " at row ", r, " out of range [0, ",
                       x.cols, ") (use -1 for no loss)");
@@ -318,7 +354,7 @@ class CudaBackend final : public Backend {
       }
       case OpKind::Sum:
       case OpKind::Mean:
-        check(cuda_kernels::sum_all(x.data, a.out.data, x.numel(), a.node.op == OpKind::Mean, scalars_->sums, f64,
+        check(cuda_kernels::sum_all(x.data, a.out.data, x.numel(), a.node.op == OpKind::Mean, sc->sums, f64,
                                     s));
         break;
       case OpKind::SumRows: check(cuda_kernels::sum_rows(x.data, a.out.data, x.rows, x.cols, f64, s)); break;
@@ -335,10 +371,10 @@ class CudaBackend final : public Backend {
         const bool fwd = a.node.op == OpKind::Lookup;
         const int64_t table_rows = fwd ? x.rows : a.out.rows;
         if (fwd)
-          check(cuda_kernels::lookup(x.data, table_rows, ids, a.out.data, a.out.rows, a.out.cols, &scalars_->bad_row,
+          check(cuda_kernels::lookup(x.data, table_rows, ids, a.out.data, a.out.rows, a.out.cols, &sc->bad_row,
                                      f64, s));
         else
-          check(cuda_kernels::lookup_grad(x.data, ids, a.out.data, x.rows, table_rows, a.out.cols, &scalars_->bad_row,
+          check(cuda_kernels::lookup_grad(x.data, ids, a.out.data, x.rows, table_rows, a.out.cols, &sc->bad_row,
                                           f64, s));
         if (const int64_t r = bad_row(); r >= 0)
           SYLVA_THROW("[lookup] id ", id_at(a.in[1], r), " at row ", r, " is out of range [0, ", table_rows,
@@ -373,12 +409,12 @@ class CudaBackend final : public Backend {
     const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (a.out.dtype == DType::f64) {
       const double one = 1, beta = a.accumulate ? 1 : 0;
-      SYLVA_CUBLAS_CHECK(cublasDgemm(cublas_.get(), ob, oa, n, m, k, &one, y.as<const double>(),
+      SYLVA_CUBLAS_CHECK(cublasDgemm(cublas(), ob, oa, n, m, k, &one, y.as<const double>(),
                                      static_cast<int>(y.cols), x.as<const double>(), static_cast<int>(x.cols), &beta,
                                      a.out.as<double>(), n));
     } else {
       const float one = 1, beta = a.accumulate ? 1 : 0;
-      SYLVA_CUBLAS_CHECK(cublasSgemm(cublas_.get(), ob, oa, n, m, k, &one, y.as<const float>(),
+      SYLVA_CUBLAS_CHECK(cublasSgemm(cublas(), ob, oa, n, m, k, &one, y.as<const float>(),
                                      static_cast<int>(y.cols), x.as<const float>(), static_cast<int>(x.cols), &beta,
                                      a.out.as<float>(), n));
     }
@@ -395,7 +431,7 @@ class CudaBackend final : public Backend {
     char* dev = static_cast<char*>(ring_device_.get()) + at;
     if (!a.empty()) std::memcpy(host, a.data(), a.size_bytes());
     if (!b.empty()) std::memcpy(host + b_at, b.data(), b.size_bytes());
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, stream()));
     return {a.empty() ? nullptr : reinterpret_cast<const int32_t*>(dev),
             b.empty() ? nullptr : reinterpret_cast<const int32_t*>(dev + b_at)};
   }
@@ -431,16 +467,22 @@ class CudaBackend final : public Backend {
   int index_;
   std::string arch_;
   cuda::NvrtcCache cache_;
-  std::unique_ptr<CUstream_st, StreamDeleter> stream_;
-  std::unique_ptr<cublasContext, CublasDeleter> cublas_;
+  struct Lane {
+    std::unique_ptr<CUstream_st, StreamDeleter> stream;
+    std::unique_ptr<cublasContext, CublasDeleter> cublas;
+    std::unique_ptr<void, DeviceDeleter> scalars_buffer;
+    Scalars* scalars = nullptr;
+  };
+  std::array<Lane, 2> lanes_;
+  int cur_ = 0;
+  std::vector<std::unique_ptr<CUevent_st, EventDeleter>> events_;
+  std::vector<uint64_t> free_events_;
   DeviceMemory memory_;
   bool sync_each_ = false;
   // The staging ring (reserve_ring()): pinned host memory and its device mirror.
   std::unique_ptr<char, PinnedDeleter> ring_host_;
   std::unique_ptr<void, DeviceDeleter> ring_device_;
   size_t ring_bytes_ = 0, ring_used_ = 0;
-  std::unique_ptr<void, DeviceDeleter> scalars_buffer_;
-  Scalars* scalars_ = nullptr;
   std::mutex mutex_;
   std::map<std::string, Loaded> modules_;
   std::set<std::string> warned_;

@@ -110,7 +110,8 @@ std::string csv_line(const Row& r) {
     << r.threads << ',' << r.repeats << ',' << r.samples_per_s << ',' << r.samples_min << ',' << r.samples_max << ','
     << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
-    << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ',' << r.device;
+    << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
+    << r.device;
   return o.str();
 }
 
@@ -125,15 +126,6 @@ nlohmann::json to_json(const Row& r) {
           {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device}};
 }
 
-// "cpu", "cuda" or "cuda:N".
-Device parse_device(const std::string& d) {
-  if (d == "cpu") return Device::cpu();
-  if (d == "cuda") return Device::cuda();
-  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos)
-    return Device::cuda(std::stoi(d.substr(5)));
-  SYLVA_THROW("[bench] --device must be cpu, cuda or cuda:N, not '", d, "'");
-}
-
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
   if (name.rfind("libtorch", 0) == 0) {
     SYLVA_CHECK(o.device == "cpu", "[bench] the libtorch strategies run on the CPU only, not --device ", o.device);
@@ -146,7 +138,7 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
 #endif
   }
   return make_builtin_strategy(name, cfg, ps,
-                               {.threads = o.threads, .device = parse_device(o.device),
+                               {.threads = o.threads, .device = Device::parse(o.device),
                                 .measure_movement = o.measure_movement,
                                 .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
                                 .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
@@ -230,7 +222,7 @@ int run(const Options& o) {
   if (o.mode == "infer" || o.mode == "both") modes.push_back("infer");
   SYLVA_CHECK(!modes.empty(), "[bench] --mode must be train, infer or both, not '", o.mode, "'");
   backend_for(Device::cpu()).set_threads(o.threads);
-  if (parse_device(o.device).kind == DeviceKind::cuda)
+  if (Device::parse(o.device).kind == DeviceKind::cuda)
     std::printf("# device %s: values, arenas and parameter copies in GPU memory; times include the per-step "
                 "parameter upload and gradient download\n", o.device.c_str());
 

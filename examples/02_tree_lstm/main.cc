@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--emb-dropout", o.model.emb_dropout, "Dropout on the word vectors")->capture_default_str();
   app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
   app.add_option("--threads", o.threads, "Threads for GEMMs")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--seed", o.seed, "Random seed")->capture_default_str();
   app.add_option("--max-train", max_train, "Use only the first N training trees (0 = all)")->capture_default_str();
   app.add_option("--checkpoint", o.checkpoint, "Write the best-dev parameters here (safetensors)");

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   int32_t leaves = 256;
   int64_t batch = 64, steps = 20, epochs = 0, trees = 1024, warmup = 1;
   int threads = 1;
+  std::string device = "cpu";
   uint64_t seed = 1;
   std::string policy = "bfs", optimizer = "adam";
   double lr = 1e-3, progress_seconds = 5.0;
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr, "Learning rate")->capture_default_str();
   app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
   app.add_option("--threads", threads, "Threads for GEMMs")->capture_default_str();
+  app.add_option("--device", device, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--seed", seed, "Random seed (data and parameters)")->capture_default_str();
   app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
@@ -66,15 +68,16 @@ int main(int argc, char** argv) {
     add_tree_fc_params(ps, cfg);
     TreeFcModel model(ps, cfg);
     Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
-                    {.policy = pol, .seed = seed, .threads = threads});
+                    {.policy = pol, .seed = seed, .threads = threads, .device = Device::parse(device)});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "
-                "(%ld vertices) | %s lr %g | policy %s threads %d | %ld steps over %ld trees\n",
+                "(%ld vertices) | %s lr %g | policy %s threads %d %s | %ld steps over %ld trees\n",
                 leaves, static_cast<long>(vertices_per_tree), static_cast<long>(cfg.hidden),
                 static_cast<long>(cfg.classes), static_cast<long>(cfg.vocab), static_cast<long>(ps.numel()),
                 float64 ? "f64" : "f32", static_cast<long>(batch), static_cast<long>(batch * vertices_per_tree),
-                optimizer.c_str(), lr, policy_name(pol), threads, static_cast<long>(steps), static_cast<long>(trees));
+                optimizer.c_str(), lr, policy_name(pol), threads, device.c_str(), static_cast<long>(steps),
+                static_cast<long>(trees));
     std::fflush(stdout);
 
     std::vector<size_t> order(data.size());

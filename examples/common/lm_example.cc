@@ -35,6 +35,7 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
   app.add_option("--clip", o.clip, "Global gradient-norm clipping (0 = off)")->capture_default_str();
   app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
   app.add_option("--threads", o.threads, "Threads for GEMMs")->capture_default_str();
+  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
   app.add_option("--seed", o.seed, "Random seed (initialisation, shuffling, dropout)")->capture_default_str();
   app.add_option("--max-batches", o.max_batches, "Minibatches per epoch (0 = the whole training set)")
       ->capture_default_str();

@@ -47,16 +47,17 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   add_lstm_lm_params(ps, o.model);
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
-                  {.policy = o.policy, .clip_norm = o.clip, .seed = o.seed, .threads = o.threads});
+                  {.policy = o.policy, .clip_norm = o.clip, .seed = o.seed, .threads = o.threads,
+                   .device = Device::parse(o.device)});
   if (log) {
     const LstmLmConfig& m = o.model;
     std::fprintf(log,
                  "[%s] model: %ld layers, embed %ld, hidden %ld, vocab %ld, dropout %g, params %ld | sgd lr %g "
-                 "(x%g after epoch %ld) clip %g batch %ld | policy %s threads %d seed %lu\n",
+                 "(x%g after epoch %ld) clip %g batch %ld | policy %s threads %d %s seed %lu\n",
                  o.name.c_str(), static_cast<long>(m.layers), static_cast<long>(m.embed), static_cast<long>(m.hidden),
                  static_cast<long>(m.vocab), m.dropout, static_cast<long>(ps.numel()), o.lr, o.lr_decay,
                  static_cast<long>(o.decay_after), o.clip, static_cast<long>(o.batch), policy_name(o.policy),
-                 o.threads, static_cast<unsigned long>(o.seed));
+                 o.threads, o.device.c_str(), static_cast<unsigned long>(o.seed));
     std::fflush(log);
   }
 

@@ -31,6 +31,7 @@ struct LmTrainOptions {
   int64_t eval_batch = 64;
   BatchingPolicy policy = BatchingPolicy::Bfs;
   int threads = 1;
+  std::string device = "cpu";  // cpu | cuda | cuda:N (Device::parse)
   uint64_t seed = 1;
   std::string checkpoint;  // written (atomically) after every epoch if set
   double progress_seconds = 10.0;

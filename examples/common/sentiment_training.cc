@@ -41,12 +41,13 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   ps["E"].lr_scale = o.emb_lr_scale;
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
-                  {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads});
+                  {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads,
+                   .device = Device::parse(o.device)});
   if (log)
-    std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d\n",
+    std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
                  static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden), static_cast<long>(ps.numel()),
                  o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
-                 o.threads);
+                 o.threads, o.device.c_str());
 
   std::mt19937_64 rng(o.seed);
   std::vector<size_t> order(tb.train.size());

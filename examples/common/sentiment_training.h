@@ -23,6 +23,7 @@ struct SentimentTrainOptions {
   int64_t epochs = 10;
   BatchingPolicy policy = BatchingPolicy::Bfs;
   int threads = 1;
+  std::string device = "cpu";  // cpu | cuda | cuda:N (Device::parse)
   uint64_t seed = 1;
   std::string checkpoint;        // written at every new best dev epoch if set
   double progress_seconds = 5.0;

@@ -37,6 +37,17 @@ std::string Shape::str() const {
   return s + "]";
 }
 
+// ---- Device --------------------------------------------------------------
+
+Device Device::parse(const std::string& text) {
+  if (text == "cpu") return cpu();
+  if (text == "cuda") return cuda();
+  const std::string digits = text.rfind("cuda:", 0) == 0 ? text.substr(5) : "";
+  SYLVA_CHECK(!digits.empty() && digits.size() < 5 && digits.find_first_not_of("0123456789") == std::string::npos,
+              "[device] '", text, "' is not cpu, cuda or cuda:N");
+  return cuda(std::stoi(digits));
+}
+
 // ---- Buffer --------------------------------------------------------------
 
 namespace {

@@ -23,7 +23,6 @@ using ir::OpKind;
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
       : program(p),
-        params(ps),
         options(o),
         backend(o.backend ? *o.backend : backend_for(o.device)),
         store(ps, backend) {
@@ -283,7 +282,6 @@ struct Executor::Impl {
   }
 
   const Program& program;
-  ParameterSet& params;
   ExecutorOptions options;
   Backend& backend;
   ParamStore store;

@@ -220,7 +220,8 @@ TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
   GraphBatch b = GraphBatch::of(graphs);
   const auto products = [&](bool skip) {
     // Eager batching off: x·W stays in the task loop, where skipping acts per task.
-    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = skip, .eager_batching = false}));
+    Executor ex(m.p, m.ps,
+                test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = skip, .eager_batching = false}));
     std::map<std::pair<ir::GraphKind, int64_t>, int> count;  // (F or ∂F, task) -> matmuls run
     ex.set_observer([&](const OpEvent& e) {
       if (e.task >= 0 && (e.node.op == ir::OpKind::MatMul || e.node.op == ir::OpKind::ParamGradOut))
@@ -278,7 +279,9 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
   const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool eager : {true, false}) {
-    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager}));
+    Executor ex(m.p, m.ps,
+                test::on_test_device(
+                    {.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager}));
     std::vector<std::pair<int64_t, int64_t>> xw, dx;  // (task, rows) per event
     ex.set_observer([&](const OpEvent& e) {
       if (e.node.op != ir::OpKind::MatMul) return;

@@ -14,6 +14,8 @@ struct Device {
   static Device cpu() { return {DeviceKind::cpu, 0}; }
   static Device cuda(int index = 0) { return {DeviceKind::cuda, index}; }
   std::string str() const { return kind == DeviceKind::cpu ? "cpu" : "cuda:" + std::to_string(index); }
+  /// "cpu", "cuda" (device 0) or "cuda:N"; sylva::Error otherwise.
+  static Device parse(const std::string& text);
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 

@@ -1,5 +1,4 @@
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "backend_factories.h"
@@ -29,12 +28,15 @@ Backend& backend_for(Device device) {
       return *cpu;
     }
     case DeviceKind::cuda: {
+      // One device per process for now: the CUDA backend sets its device
+      // once, when it is made.
       static std::mutex mutex;
-      static std::map<int, std::unique_ptr<Backend>> cuda;  // one per device index, made on first use
+      static std::unique_ptr<Backend> cuda;
       std::lock_guard<std::mutex> lock(mutex);
-      std::unique_ptr<Backend>& b = cuda[device.index];
-      if (!b) b = make_cuda_backend(device.index);
-      return *b;
+      if (!cuda) cuda = make_cuda_backend(device.index);
+      SYLVA_CHECK(cuda->device() == device, "[cuda] ", device.str(), " asked for, but this process already uses ",
+                  cuda->device().str(), " (one CUDA device per process for now)");
+      return *cuda;
     }
   }
   SYLVA_THROW("[backend] unknown device ", device.str());

@@ -21,6 +21,14 @@ TEST(NoCuda, EveryBackendCallExplainsHowToGetCuda) {
   EXPECT_CONTAINS(error_of([&] { cuda.add_rows({}, {}, {}, {}); }), kHint);
   EXPECT_CONTAINS(error_of([&] { cuda.accumulate({}, {}); }), kHint);
   EXPECT_CONTAINS(error_of([&] { cuda.set_threads(2); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.memory(); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.upload(nullptr, nullptr, 0); }), kHint);
+}
+
+TEST(NoCuda, OneCudaDevicePerProcess) {
+  backend_for(Device::cuda(0));
+  EXPECT_CONTAINS(error_of([&] { backend_for(Device::cuda(1)); }),
+                  "cuda:1 asked for, but this process already uses cuda:0 (one CUDA device per process for now)");
 }
 
 TEST(NoCuda, AnExecutorOnCudaFailsClearly) {

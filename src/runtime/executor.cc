@@ -337,6 +337,8 @@ void Executor::backward(Symbol loss, double seed) {
   impl_->backward(loss.id(), seed);
 }
 
+void Executor::parameters_changed(const RowSparsity& only) { impl_->store.only_rows_changed(only); }
+
 double Executor::preprocess_seconds() const {
   return std::chrono::duration<double>(impl_->preprocess).count();
 }

@@ -1,5 +1,7 @@
 #include "sylva/runtime/param_store.h"
 
+#include <cstring>
+
 namespace sylva {
 
 namespace {
@@ -44,9 +46,34 @@ void ParamStore::upload_values() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
     const Tensor& v = params_[name].value;
-    c.value.reserve(std::max<size_t>(v.nbytes(), 1));
-    backend_.upload(c.value.data(), v.raw(), v.nbytes());
+    auto it = changed_rows_.find(name);
+    if (it == changed_rows_.end() || v.nbytes() > c.value.capacity()) {
+      c.value.reserve(std::max<size_t>(v.nbytes(), 1));
+      backend_.upload(c.value.data(), v.raw(), v.nbytes());
+      continue;
+    }
+    // Just the changed rows: packed on the host, one upload, scattered on the device.
+    const std::vector<int32_t>& rows = it->second;
+    if (rows.empty()) continue;
+    const MatView device = view_in(c.value, v);
+    const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
+    const size_t bytes = rows.size() * row_bytes;
+    staging_.reserve(bytes);
+    gathered_.reserve(bytes);
+    for (size_t k = 0; k < rows.size(); ++k)
+      std::memcpy(static_cast<char*>(staging_.data()) + k * row_bytes,
+                  static_cast<const char*>(v.raw()) + static_cast<size_t>(rows[k]) * row_bytes, row_bytes);
+    backend_.upload(gathered_.data(), staging_.data(), bytes);
+    backend_.copy_rows({gathered_.data(), static_cast<int64_t>(rows.size()), device.cols, device.dtype}, {}, device,
+                       rows);
   }
+  changed_rows_.clear();
+}
+
+void ParamStore::only_rows_changed(const RowSparsity& rows) {
+  if (host_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  changed_rows_ = rows;
 }
 
 void ParamStore::flush_grads(const RowSparsity& sparse) {

@@ -30,7 +30,7 @@ const Program& checked(const Program& program, Symbol loss, const TrainerOptions
 }
 
 ExecutorOptions executor_options(const TrainerOptions& o) {
-  return {.policy = o.policy, .device = o.device, .seed = o.seed, .threads = o.threads};
+  return {.policy = o.policy, .device = o.device, .backend = o.backend, .seed = o.seed, .threads = o.threads};
 }
 
 }  // namespace
@@ -69,6 +69,7 @@ StepResult Trainer::step(const GraphBatch& batch) {
   r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
                                          : global_grad_norm(params_, &sparse_);
   optimizer_->step(params_, &sparse_);
+  if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
   sparse_valid_ = true;
   ++steps_;
   return r;

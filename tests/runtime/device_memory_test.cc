@@ -15,6 +15,8 @@
 #include "sylva/frontend/program.h"
 #include "sylva/frontend/vertex_function.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/train/optimizer.h"
+#include "sylva/train/trainer.h"
 
 namespace sylva {
 namespace {
@@ -27,8 +29,8 @@ struct Net {
   ParameterSet ps{DType::f64, 3};
   Program p{DType::f64};
   Symbol hs, loss;
-  Net() {
-    ps.add("E", {kVocab, 6}, Init::uniform(-1, 1));
+  explicit Net(int32_t vocab = kVocab) {
+    ps.add("E", {vocab, 6}, Init::uniform(-1, 1));
     ps.add("W", {6, 5}, Init::glorot());
     ps.add("U", {5, 5}, Init::glorot());
     ps.add("Wo", {5, kClasses}, Init::glorot());
@@ -41,14 +43,14 @@ struct Net {
   }
 };
 
-std::vector<GraphBatch> batches(std::vector<std::vector<InputGraph>>& keep) {
+std::vector<GraphBatch> batches(std::vector<std::vector<InputGraph>>& keep, int32_t vocab = kVocab) {
   std::mt19937_64 rng(77);
   std::vector<GraphBatch> out;
   for (int b = 0; b < 4; ++b) {
     keep.emplace_back();
     for (int s = 0; s < 3 + b; ++s) {
       keep.back().push_back(test::random_tree(rng, 2 + static_cast<int32_t>(rng() % 12), 3, true, "t"));
-      test::attach_random_ids(rng, keep.back().back(), kVocab, kClasses);
+      test::attach_random_ids(rng, keep.back().back(), vocab, kClasses);
     }
   }
   for (auto& graphs : keep) out.push_back(GraphBatch::of(graphs));
@@ -160,6 +162,41 @@ TEST(SimDevice, ValuesLiveOnTheDeviceAndStopAllocating) {
     if (!std::binary_search(rows.begin(), rows.end(), r)) {
       EXPECT_EQ(norm, 0.0) << "row " << r << " not looked up";
     }
+  }
+}
+
+// A Trainer whose optimiser updates only the looked-up rows (Adagrad, plain
+// SGD) tells the executor so, and the next forward uploads only those rows
+// of the embedding table; momentum SGD moves every row, so all of it goes
+// up. Either way training on the sim gives the CPU's parameters.
+TEST(SimDevice, TheTrainerUploadsOnlyTheRowsItsOptimiserChanged) {
+  constexpr int32_t kBigVocab = 2000;
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep, kBigVocab);
+  for (int which = 0; which < 3; ++which) {
+    const auto optimiser = [&]() -> std::unique_ptr<Optimizer> {
+      if (which == 0) return std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1});
+      if (which == 1) return std::make_unique<Sgd>(SgdOptions{.lr = 0.1});
+      return std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
+    };
+    Net cpu(kBigVocab), sim(kBigVocab);
+    Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, optimiser(), {.seed = 2});
+    Trainer on_sim(sim.p, sim.ps, sim.loss, optimiser(), {.seed = 2, .backend = &test::sim_device()});
+    const auto table_bytes = static_cast<uint64_t>(sim.ps["E"].value.nbytes());
+    for (size_t k = 0; k < 4; ++k) {  // one batch again and again: a row left stale would be read
+      on_cpu.step(bs[0]);
+      const uint64_t before = test::sim_uploaded_bytes();
+      on_sim.step(bs[0]);
+      const uint64_t uploaded = test::sim_uploaded_bytes() - before;
+      if (k == 0) continue;  // the first forward uploads everything
+      if (which < 2) {
+        EXPECT_LT(uploaded, table_bytes / 4) << "step " << k << ", optimiser " << which << ": only changed rows";
+      } else {
+        EXPECT_GT(uploaded, table_bytes) << "step " << k << ": momentum moves every row";
+      }
+    }
+    for (const Parameter* prm : cpu.ps.all())
+      EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name << ", " << which;
   }
 }
 

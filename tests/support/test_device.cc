@@ -105,6 +105,7 @@ class SimBackend final : public Backend {
   void set_threads(int threads) override { cpu_.set_threads(threads); }
   Memory& memory() override { return memory_; }
   void upload(void* dst, const void* src, size_t bytes) override {
+    uploaded_ += bytes;
     if (!bytes) return;
     const auto* from = static_cast<const char*>(src);
     submit([to = untag(dst), data = std::vector<char>(from, from + bytes)] {
@@ -116,6 +117,7 @@ class SimBackend final : public Backend {
     if (bytes) std::memcpy(dst, untag(src), bytes);
   }
   bool concurrent_calls() const override { return false; }
+  uint64_t uploaded() const { return uploaded_; }
   void synchronize() override { flush(queue_.empty() ? 0 : queue_.back().first); }
   int lanes() const override { return 2; }
   int set_lane(int lane) override {
@@ -146,6 +148,7 @@ class SimBackend final : public Backend {
   Backend& cpu_ = backend_for(Device::cpu());
   const int deferred_;
   int lane_ = 0;
+  uint64_t uploaded_ = 0;
   uint64_t submitted_[2] = {0, 0};
   std::deque<std::pair<uint64_t, std::function<void()>>> queue_;
   TaggedMemory memory_{[this] { synchronize(); }};
@@ -153,11 +156,16 @@ class SimBackend final : public Backend {
 
 }  // namespace
 
-Backend& sim_device(int deferred_lane) {
+namespace {
+SimBackend& sim(int deferred_lane) {
   SYLVA_CHECK(deferred_lane == 0 || deferred_lane == 1, "[sim] no lane ", deferred_lane);
   static SimBackend late_side(1), late_main(0);
   return deferred_lane == 1 ? late_side : late_main;
 }
+}  // namespace
+
+Backend& sim_device(int deferred_lane) { return sim(deferred_lane); }
+uint64_t sim_uploaded_bytes(int deferred_lane) { return sim(deferred_lane).uploaded(); }
 
 bool is_sim_pointer(const void* p) { return (reinterpret_cast<uintptr_t>(p) & kTag) != 0; }
 

@@ -20,6 +20,8 @@ namespace sylva::test {
 /// exactly as on the CPU; one that reads a device value on the host
 /// crashes, and one that misses a wait reads stale values.
 Backend& sim_device(int deferred_lane = 1);
+/// Bytes sim_device(deferred_lane) has uploaded so far.
+uint64_t sim_uploaded_bytes(int deferred_lane = 1);
 /// Whether p is a sim_device() pointer (tag set).
 bool is_sim_pointer(const void* p);
 

@@ -135,6 +135,13 @@ class Executor {
   const ir::Graph& vertex_function(Symbol apply) const;
   /// ∂F of the vertex function applied by node `apply` of the program (for inspection).
   const ir::Graph& vertex_gradient(Symbol apply) const;
+  /// Tells an executor on a device that since the last forward() the host
+  /// changed, of the parameters named in `only`, just the listed rows (the
+  /// others anywhere): the next forward() uploads only those rows of them.
+  /// The Trainer says so after an optimiser step that updates only sparse
+  /// rows. Without the call every parameter is uploaded in full. Nothing
+  /// to do on the CPU.
+  void parameters_changed(const RowSparsity& only);
   /// Total bytes allocated so far for values and arenas (steady-state checks).
   size_t allocations() const;
 

@@ -40,8 +40,12 @@ class ParamStore {
   MatView value(const std::string& name);
   MatView grad(const std::string& name);
 
-  /// Device only: copies every value used so far to the device.
+  /// Device only: copies every value used so far to the device -- in full,
+  /// or after only_rows_changed() just the rows it listed.
   void upload_values();
+  /// For the next upload_values(): of the parameters named in `rows`, only
+  /// the listed rows changed on the host since the last upload.
+  void only_rows_changed(const RowSparsity& rows);
   /// Device only: adds the device gradients into the ParameterSet and
   /// zeroes them. Parameters named in `sparse` move only their rows.
   void flush_grads(const RowSparsity& sparse);
@@ -60,6 +64,7 @@ class ParamStore {
   Backend& backend_;
   const bool host_ = backend_.memory().host_visible();
   std::map<std::string, Copy> copies_;
+  RowSparsity changed_rows_;  // only_rows_changed(), until the next upload
   std::mutex mutex_;  // copies_ and their flags: the streaming worker calls in too
   // flush_grads' staging: rows gathered on the device, and their host copy.
   Buffer gathered_{backend_.memory()};

@@ -53,6 +53,10 @@ class Optimizer {
   void reset();
   /// "sgd", "adagrad", "adam": the tag of error messages.
   virtual std::string_view name() const = 0;
+  /// Whether step() with `sparse` changes only the listed rows of the
+  /// parameters it names (SGD without momentum, Adagrad); a device
+  /// executor then uploads just those rows before its next forward.
+  virtual bool updates_only_sparse_rows() const { return false; }
 
  protected:
   Optimizer(double lr, std::string_view who);
@@ -88,6 +92,7 @@ class Sgd final : public Optimizer {
  public:
   explicit Sgd(SgdOptions o = {});
   std::string_view name() const override { return "sgd"; }
+  bool updates_only_sparse_rows() const override { return o_.momentum == 0.0; }
   const SgdOptions& options() const { return o_; }
 
  private:
@@ -108,6 +113,7 @@ class Adagrad final : public Optimizer {
  public:
   explicit Adagrad(AdagradOptions o = {});
   std::string_view name() const override { return "adagrad"; }
+  bool updates_only_sparse_rows() const override { return true; }
   const AdagradOptions& options() const { return o_; }
 
  private:

@@ -30,6 +30,8 @@ struct TrainerOptions {
   /// Threads for kernels; 0 leaves the backend's setting.
   int threads = 0;
   Device device = Device::cpu();
+  /// A backend to use instead of backend_for(device) (ExecutorOptions::backend).
+  Backend* backend = nullptr;
 };
 
 struct StepResult {

@@ -10,12 +10,14 @@
 // every call (errors then surface at the call that caused them).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -192,27 +194,18 @@ class CudaBackend final : public Backend {
   bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
                  int64_t rows) override {
     if (rows == 0) return true;
-    std::vector<int64_t> cols;
-    for (const MatView& v : in) cols.push_back(v.cols);
-    const DType dtype = out.front().dtype;
-    cuda::FusedKernel k;
-    try {
-      k = cuda::fused_kernel_source(prog, dtype, cols);
-    } catch (const Error& e) {
-      warn_once(prog.name, e.what());
-      return false;
-    }
-    const cudaKernel_t f = kernel(k);
+    const Launch& l = launch_for(prog, out.front().dtype, in);
+    if (!l.function) return false;
     // SylvaFusedArgs: eight-byte words only (see kernels/templates/fused_rows.cu).
-    std::vector<uint64_t> words;
-    for (const MatView& v : in) words.push_back(reinterpret_cast<uint64_t>(v.data));
-    for (const MatView& v : in) words.push_back(static_cast<uint64_t>(v.rows == 1 ? 0 : v.cols));
-    for (const MatView& v : out) words.push_back(reinterpret_cast<uint64_t>(v.data));
-    words.push_back(static_cast<uint64_t>(rows));
-    void* params[] = {words.data()};  // the kernel's one parameter, the struct
-    const int64_t blocks = std::min<int64_t>((rows + k.warps - 1) / k.warps, 65535);
-    SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(static_cast<unsigned>(blocks)),
-                                      dim3(static_cast<unsigned>(k.warps * 32)), params, 0, stream()));
+    words_.clear();
+    for (const MatView& v : in) words_.push_back(reinterpret_cast<uint64_t>(v.data));
+    for (const MatView& v : in) words_.push_back(static_cast<uint64_t>(v.rows == 1 ? 0 : v.cols));
+    for (const MatView& v : out) words_.push_back(reinterpret_cast<uint64_t>(v.data));
+    words_.push_back(static_cast<uint64_t>(rows));
+    void* params[] = {words_.data()};  // the kernel's one parameter, the struct (copied at launch)
+    const int64_t blocks = std::min<int64_t>((rows + l.warps - 1) / l.warps, 65535);
+    SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(l.function), dim3(static_cast<unsigned>(blocks)),
+                                      dim3(static_cast<unsigned>(l.warps * 32)), params, 0, stream()));
     done();
     return true;
   }
@@ -436,6 +429,45 @@ class CudaBackend final : public Backend {
             b.empty() ? nullptr : reinterpret_cast<const int32_t*>(dev + b_at)};
   }
 
+  // A group's kernel and block shape, by a compact key of what its source
+  // depends on (the steps, the input widths, the dtype): a group's source is
+  // generated, compiled and loaded once, and each later launch costs a
+  // hash lookup. A group that cannot be generated is remembered too
+  // (function null), after one warning.
+  struct Launch {
+    cudaKernel_t function = nullptr;
+    int warps = 0;
+  };
+  const Launch& launch_for(const FusedProgram& prog, DType dtype, std::span<const MatView> in) {
+    key_.clear();
+    const auto put = [&](int64_t v) { key_.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<int64_t>(dtype));
+    for (const MatView& v : in) put(v.cols);
+    for (const FusedStep& st : prog.steps) {
+      put(static_cast<int64_t>(st.op));
+      put(static_cast<int64_t>(st.args.size()));
+      for (int32_t a : st.args) put(a);
+      put(st.cols);
+      put(st.begin);
+      put(static_cast<int64_t>(st.offsets.size()));
+      for (int64_t o : st.offsets) put(o);
+      put(std::bit_cast<int64_t>(st.alpha));
+      put(st.output);
+    }
+    auto it = launches_.find(key_);
+    if (it != launches_.end()) return it->second;
+    std::vector<int64_t> cols;
+    for (const MatView& v : in) cols.push_back(v.cols);
+    cuda::FusedKernel k;
+    try {
+      k = cuda::fused_kernel_source(prog, dtype, cols);
+    } catch (const Error& e) {  // refused (e.g. too much scratch): the caller runs the ops one by one
+      warn_once(prog.name, e.what());
+      return launches_.emplace(key_, Launch{}).first->second;
+    }
+    return launches_.emplace(key_, Launch{kernel(k), k.warps}).first->second;
+  }
+
   // The kernel of a generated source, compiled (or found in the cache) and
   // loaded once; the runtime API's libraries need no link to libcuda.
   cudaKernel_t kernel(const cuda::FusedKernel& k) {
@@ -485,6 +517,9 @@ class CudaBackend final : public Backend {
   size_t ring_bytes_ = 0, ring_used_ = 0;
   std::mutex mutex_;
   std::map<std::string, Loaded> modules_;
+  std::unordered_map<std::string, Launch> launches_;  // launch_for()
+  std::string key_;                                   // launch_for()'s scratch
+  std::vector<uint64_t> words_;                       // run_fused()'s kernel argument
   std::set<std::string> warned_;
 };
 

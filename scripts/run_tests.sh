@@ -60,7 +60,13 @@ if [[ -x /usr/local/cuda/bin/nvcc ]]; then
 else
   echo "run_tests: no CUDA toolkit in /usr/local/cuda; building without the CUDA backend"
 fi
-stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON "$cuda_flag"
+# gold (binutils ships it beside ld.bfd) links the hundred-odd test, example
+# and tool binaries about a third faster, which the ASan stage feels most.
+link_flags=()
+if command -v ld.gold > /dev/null; then
+  link_flags=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=gold -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=gold)
+fi
+stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON "$cuda_flag" "${link_flags[@]}"
 release_rc=$?
 [[ $release_rc -ne 0 ]] && status=1
 
@@ -73,7 +79,7 @@ else
   # -O1: the sanitizer build is compile-bound; -O1 compiles much faster than -O2 and the tests stay quick.
   stage asan build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g -DNDEBUG" \
     "-DSYLVA_SANITIZE=address;undefined" -DSYLVA_BUILD_EXAMPLES=ON -DSYLVA_BUILD_BENCHMARKS=OFF \
-    -DSYLVA_BUILD_CUDA=OFF || status=1
+    -DSYLVA_BUILD_CUDA=OFF "${link_flags[@]}" || status=1
 fi
 
 echo "==== run_tests summary ===="

@@ -417,11 +417,7 @@ void Graph::run_group(const Group& g) {
         dst += bytes;
       }
     } else {  // a device gathers the elements in one kernel (DyNet's GPU gather)
-      index_.clear();
-      for (Expr e : members) {
-        const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-        for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
-      }
+      input_elements(members, k);
       const auto n = static_cast<int64_t>(index_.size());
       const MatView dst = elements(gathered_, gathered_elems_ + n, dtype_).block(gathered_elems_, n);
       backend_.copy_rows(elements(values_, value_elems_, dtype_), index_, dst, {});
@@ -521,11 +517,7 @@ void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
       row += a.rows;
     }
   } else {  // one kernel adding every element to its place
-    index_.clear();
-    for (Expr e : members) {
-      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-      for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
-    }
+    input_elements(members, k);
     scatter_elements(d);
   }
   if (time_movement_ && !moves_data(first.op)) stats_.movement_s += seconds_since(start);
@@ -680,6 +672,14 @@ MatView Graph::group_ids(std::span<const Expr> members) {
   ids_buf_.reserve(std::max<size_t>(ids_host_.size(), 1) * sizeof(int32_t));
   backend_.upload(ids_buf_.data(), ids_host_.data(), ids_host_.size() * sizeof(int32_t));
   return {ids_buf_.data(), rows, 1, DType::i32};
+}
+
+void Graph::input_elements(std::span<const Expr> members, int k) {
+  index_.clear();
+  for (Expr e : members) {
+    const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
+    for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
+  }
 }
 
 void Graph::scatter_elements(MatView d) {

@@ -151,6 +151,8 @@ class Graph {
   // The ids of a group's members (lookup ids, labels), in ids_host_ and
   // where the kernels read them.
   MatView group_ids(std::span<const Expr> members);
+  // index_ = the element offsets of input k of every member, in order.
+  void input_elements(std::span<const Expr> members, int k);
   // Device: grads_[index_[k]] += d[k] for every k, one kernel.
   void scatter_elements(MatView d);
   // A one-element value on the host.

@@ -15,7 +15,7 @@ ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
   auto it = copies_.find(name);
   if (it != copies_.end()) return it->second;
   Parameter& p = params_[name];  // throws naming a missing parameter
-  Copy c{Buffer(backend_.memory()), Buffer(backend_.memory())};
+  Copy c{&p, Buffer(backend_.memory()), Buffer(backend_.memory())};
   c.value.reserve(std::max<size_t>(p.value.nbytes(), 1));
   backend_.upload(c.value.data(), p.value.raw(), p.value.nbytes());
   return copies_.emplace(name, std::move(c)).first->second;
@@ -24,14 +24,15 @@ ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
 MatView ParamStore::value(const std::string& name) {
   if (host_) return view_of(params_[name].value);
   std::lock_guard<std::mutex> lock(mutex_);
-  return view_in(copy_of(name).value, params_[name].value);
+  Copy& c = copy_of(name);
+  return view_in(c.value, c.param->value);
 }
 
 MatView ParamStore::grad(const std::string& name) {
   if (host_) return view_of(params_[name].grad);
   std::lock_guard<std::mutex> lock(mutex_);
   Copy& c = copy_of(name);
-  const Tensor& g = params_[name].grad;
+  const Tensor& g = c.param->grad;
   if (!c.grad_ready) {
     c.grad.reserve(std::max<size_t>(g.nbytes(), 1));
     backend_.fill_zero(view_in(c.grad, g));
@@ -45,7 +46,7 @@ void ParamStore::upload_values() {
   if (host_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
-    const Tensor& v = params_[name].value;
+    const Tensor& v = c.param->value;
     auto it = changed_rows_.find(name);
     if (it == changed_rows_.end() || v.nbytes() > c.value.capacity()) {
       c.value.reserve(std::max<size_t>(v.nbytes(), 1));
@@ -81,7 +82,7 @@ void ParamStore::flush_grads(const RowSparsity& sparse) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
     if (!c.grad_dirty) continue;
-    Tensor& g = params_[name].grad;
+    Tensor& g = c.param->grad;
     const MatView device = view_in(c.grad, g);
     const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
     auto it = sparse.find(name);

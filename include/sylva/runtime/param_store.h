@@ -54,6 +54,7 @@ class ParamStore {
 
  private:
   struct Copy {
+    Parameter* param;  // in params_ (a deque: stays put)
     Buffer value, grad;
     bool grad_ready = false;  // grad allocated and zeroed
     bool grad_dirty = false;  // grad may be nonzero

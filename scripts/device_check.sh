@@ -12,7 +12,11 @@
 #     at two hidden sizes; Fixed-LSTM (PTB) against cuDNN's LSTM
 #     (bench_cudnn_lstm, same sizes: hidden = embedding 200, 10k words,
 #     64-token chains);
-# and prints a compact table last. Sized for about 6 minutes on one H200.
+#  5. IOS on the GPU: bench_ios --cost profile --device cuda on SqueezeNet
+#     and Inception-v3 at batch 1 and 16 (cuDNN convolutions and pooling,
+#     concurrent groups on their own streams, merged convolutions),
+#     sequential against the IOS plans;
+# and prints a compact table last. Sized for about 7 minutes on one H200.
 # Env: BUILD (default build/device), OUT (default $BUILD/device_check),
 # SYLVA_DATA (holding sst/ and ptb/; without it the SST and PTB workloads are
 # skipped with a note), REPEATS (bench_suite repeats, default 3), MIN_TIME
@@ -28,7 +32,7 @@ mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_BUILD_CUDA=ON -DSYLVA_BUILD_EXAMPLES=ON \
   -DSYLVA_BUILD_BENCHMARKS=ON > "$OUT/configure.log" 2>&1 || { tail -30 "$OUT/configure.log"; exit 1; }
-targets=(bench_cuda bench_cudnn_lstm bench_suite test_ir_op_harness_test test_runtime_invariance_test)
+targets=(bench_cuda bench_cudnn_lstm bench_suite bench_ios test_ir_op_harness_test test_runtime_invariance_test)
 for t in tests/cuda/*_test.cc; do targets+=("test_cuda_$(basename "$t" .cc)"); done
 cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 2>&1 ||
   { tail -40 "$OUT/build.log"; exit 1; }
@@ -69,12 +73,24 @@ else
   bench_failed+=(no-data)
   cudnn_rc=0
 fi
+ios_rc=0
+if [[ -n $data && -d $data/ios/graphs ]]; then
+  for b in 1 16; do
+    timeout 120 "$BUILD"/benchmarks/bench_ios --data "$data" --cost profile --device cuda --batch "$b" \
+      --graphs "squeezenet;inception_v3" --pruning 3,8 --repeats 10 | tee "$OUT/ios_b$b.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || ios_rc=1
+  done
+else
+  echo "device_check: no IOS graphs (set SYLVA_DATA): IOS on the GPU not measured"
+  bench_failed+=(no-ios-data)
+fi
 
 echo
 echo "==== device_check summary ($((SECONDS - t0)) s) ===="
 grep -E "tests passed|tests failed" "$OUT/ctest.txt"
 echo "cuda tests: rc $tests_rc, $skipped skipped (a skip on a GPU machine means the GPU was not usable)"
-echo "bench_cuda: rc $micro_rc; bench_cudnn_lstm: rc $cudnn_rc; bench_suite failures: ${bench_failed[*]:-none}"
+echo "bench_cuda: rc $micro_rc; bench_cudnn_lstm: rc $cudnn_rc; bench_ios: rc $ios_rc;" \
+  "bench_suite failures: ${bench_failed[*]:-none}"
 grep -E "^(gemm|fused)" "$OUT/bench_cuda.txt"
 echo
 echo "Sylva vs dynamic-declaration autobatch, both on the GPU (training; units/s medians, ratio = sylva / baseline)"
@@ -92,4 +108,13 @@ if [[ -f $OUT/fixed_lstm.csv && -f $OUT/cudnn_lstm.txt ]]; then
            { printf "%-6s %14.0f %14.0f %7.2fx\n", $1, s[$1], $2, (s[$1] > 0 ? $2 / s[$1] : 0) }' \
     "$OUT/fixed_lstm.csv" <(awk '$1 ~ /^[0-9]+$/ { print $1 "," $2 }' "$OUT/cudnn_lstm.txt")
 fi
-[[ $tests_rc -eq 0 && $micro_rc -eq 0 && $cudnn_rc -eq 0 && $skipped -eq 0 && ${#bench_failed[@]} -eq 0 ]]
+if ls "$OUT"/ios_b*.txt > /dev/null 2>&1; then
+  echo
+  echo "IOS on the GPU (cuDNN): whole-network latency in ms, median of 10; vs seq = sequential / plan"
+  for f in "$OUT"/ios_b*.txt; do
+    echo "# batch ${f##*_b}" | sed 's/.txt$//'
+    grep -E "^(squeezenet|inception)" "$f" | awk '{ printf "%-14s %-13s %5s %9s ms %8s\n", $1, $2, $3, $4, $7 }'
+  done
+fi
+[[ $tests_rc -eq 0 && $micro_rc -eq 0 && $cudnn_rc -eq 0 && $ios_rc -eq 0 && $skipped -eq 0 &&
+  ${#bench_failed[@]} -eq 0 ]]

@@ -4,7 +4,9 @@
 // per-operator and per-stage overheads) that measures nothing, so its costs
 // compare schedules under the model only. --cost profile: every stage is
 // run on this CPU through oneDNN (concurrent groups on a thread pool,
-// merged convolutions as one), then each variant's plans end to end.
+// merged convolutions as one) or, with --device cuda, on the GPU through
+// cuDNN (concurrent groups on their own CUDA streams), then each variant's
+// plans end to end.
 #include <CLI/CLI.hpp>
 
 #include <bit>
@@ -98,12 +100,14 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Profiling mode: stage latencies measured on this CPU through oneDNN, and
-// each variant's plans run end to end (median of `repeats`).
+// Profiling mode: stage latencies measured on the device (the CPU through
+// oneDNN, or the GPU through cuDNN), and each variant's plans run end to
+// end (median of `repeats`).
 void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>>& given, int part_size, int batch,
-                   int cores, int repeats, int profile_repeats, const std::vector<Config>& configs) {
-  cnn::CnnRunner runner(g, batch, 1);
+                   int cores, int repeats, int profile_repeats, const std::vector<Config>& configs, cnn::Impl impl) {
+  cnn::CnnRunner runner(g, batch, 1, impl);
   runner.run_all();  // every operator's inputs exist from here on
+  runner.synchronize();
   struct Planned {
     const CnnBlock* block;
     BlockPart part;
@@ -142,6 +146,7 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
     for (Searched& f : found) {
       const auto s0 = std::chrono::steady_clock::now();
       for (const Planned& p : f.plans) cnn::run_plan(runner, *p.block, p.part, p.plan, cores);
+      runner.synchronize();
       if (k > 0) f.ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
     }
   double seq_ms = 0;
@@ -166,7 +171,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
   std::string data, schedule_out, dot_dir;
   int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 1;
-  std::string cost_model = "analytical";
+  std::string cost_model = "analytical", device = "cpu";
   std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
   CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};
   app.add_option("--graphs", graphs, "graph names (in <data>/ios/graphs) or JSON files")->delimiter(';');
@@ -180,6 +185,10 @@ int main(int argc, char** argv) {
   app.add_option("--cost", cost_model,
                  "analytical (a model; instant) | profile (run each stage on this CPU through oneDNN, then each "
                  "variant's plans end to end)")
+      ->capture_default_str();
+  app.add_option("--device", device,
+                 "profile: cpu (oneDNN, concurrent groups on threads) | cuda (cuDNN on GPU 0, concurrent groups on "
+                 "CUDA streams)")
       ->capture_default_str();
   app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
   app.add_option("--profile-repeats", profile_repeats, "profile: timed runs per stage during the search (after a warm-up)")
@@ -197,12 +206,16 @@ int main(int argc, char** argv) {
     }
     SYLVA_CHECK(cost_model == "analytical" || cost_model == "profile", "[bench_ios] --cost is analytical or profile, got '",
                 cost_model, "'");
+    SYLVA_CHECK(device == "cpu" || device == "cuda", "[bench_ios] --device is cpu or cuda, got '", device, "'");
     const bool profile = cost_model == "profile";
+    SYLVA_CHECK(profile || device == "cpu", "[bench_ios] --device cuda needs --cost profile");
+    const cnn::Impl impl = device == "cuda" ? cnn::Impl::cudnn : cnn::Impl::onednn;
     if (profile) {
-      std::printf("# bench_ios: profiling cost model, batch %d, %d cores (oneDNN, float32); latency of the whole "
-                  "network in ms, median (min max) of %d runs, variants in turn; merged / concur: stages merged / of two or "
-                  "more groups\n",
-                  batch, cores, repeats);
+      const std::string where = device == "cuda" ? "the GPU (cuDNN, float32, FMA math)"
+                                                 : std::to_string(cores) + " cores (oneDNN, float32)";
+      std::printf("# bench_ios: profiling cost model, batch %d, %s; latency of the whole network in ms, median "
+                  "(min max) of %d runs, variants in turn; merged / concur: stages merged / of two or more groups\n",
+                  batch, where.c_str(), repeats);
       std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s", "latency",
                   "min", "max", "vs seq", "predicted", "merged", "concur", "DP states", "profiled", "search s");
     } else {
@@ -225,7 +238,7 @@ int main(int argc, char** argv) {
         std::printf("# %s: the %zu parts of %s\n", g.name.c_str(), given.size(), parts_file.c_str());
       }
       if (profile) {
-        profile_graph(g, given, part_size, batch, cores, repeats, profile_repeats, configs);
+        profile_graph(g, given, part_size, batch, cores, repeats, profile_repeats, configs, impl);
         continue;
       }
       double seq_cost = 0;

@@ -16,64 +16,22 @@ namespace {
 
 using ios::CnnGraph;
 
-// Strided, depthwise and activated convolutions; max, average (padding
-// counted) and global pooling.
-const char* kOpsGraph = R"({"name": "ops", "input": {"type": "placeholder", "name": "x", "output_shape": [6, 9, 9]},
- "blocks": [{"enter_node": {"type": "placeholder", "name": "x", "output_shape": [6, 9, 9]},
-  "inner_nodes": [
-   {"type": "conv", "name": "s2", "inputs": [[["x", 0, 6]]], "out_channels": 4, "kernel": [3, 3], "stride": [2, 2],
-    "padding": [1, 1], "groups": 1, "act": "sigmoid", "output_shape": [4, 5, 5]},
-   {"type": "conv", "name": "dw", "inputs": [[["x", 0, 6]]], "out_channels": 6, "kernel": [3, 3], "stride": [1, 1],
-    "padding": [1, 1], "groups": 6, "act": "tanh", "output_shape": [6, 9, 9]},
-   {"type": "conv", "name": "rect", "inputs": [[["x", 2, 6]]], "out_channels": 3, "kernel": [1, 5], "stride": [1, 1],
-    "padding": [0, 2], "groups": 1, "act": "relu", "output_shape": [3, 9, 9]},
-   {"type": "pool", "name": "mx", "inputs": [[["dw", 0, 6]]], "pool_type": "max", "kernel": [3, 3], "stride": [2, 2],
-    "padding": [1, 1], "output_shape": [6, 5, 5]},
-   {"type": "pool", "name": "av", "inputs": [[["rect", 0, 3]]], "pool_type": "avg", "kernel": [3, 3],
-    "stride": [1, 1], "padding": [1, 1], "output_shape": [3, 9, 9]},
-   {"type": "pool", "name": "ga", "inputs": [[["x", 0, 6], ["dw", 0, 6]]], "pool_type": "global_avg",
-    "kernel": [1, 1], "stride": [1, 1], "padding": [0, 0], "output_shape": [6, 1, 1]},
-   {"type": "pool", "name": "gm", "inputs": [[["mx", 0, 6]]], "pool_type": "global_max", "kernel": [1, 1],
-    "stride": [1, 1], "padding": [0, 0], "output_shape": [6, 1, 1]}],
-  "exit_node": {"type": "identity", "name": "out", "inputs": [[["s2", 0, 4]], [["mx", 0, 6]]],
-   "output_shape": [10, 5, 5]}}]})";
-
-double max_relative_error(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = 1e-30;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
-    scale = std::max({scale, static_cast<double>(std::abs(a[i])), static_cast<double>(std::abs(b[i]))});
-  }
-  return diff / scale;
-}
-
-std::vector<std::string> all_names(const CnnGraph& g) {
-  std::vector<std::string> names;
-  for (const ios::CnnBlock& b : g.blocks)
-    for (const ios::CnnNode* n : b.ops()) {
-      names.push_back(n->name);
-      for (const ios::CnnNode& m : n->nodes) names.push_back(m.name);
-    }
-  return names;
-}
-
 TEST(CnnOps, OneDnnMatchesTheReferenceOnEveryOp) {
   test::TempDir dir;
-  for (const char* text : {test::kTinyCnnGraph, kOpsGraph}) {
+  for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
     const CnnGraph g = ios::read_ios_graph(dir.file("g.json", text));
     CnnRunner fast(g, 2, 11), slow(g, 2, 11, Impl::reference);
     fast.run_all();
     slow.run_all();
-    for (const std::string& name : all_names(g))
-      EXPECT_LE(max_relative_error(fast.value(name), slow.value(name)), 1e-5) << g.name << " node " << name;
+    for (const std::string& name : test::all_names(g))
+      EXPECT_LE(test::max_relative_error(fast.value(name), slow.value(name)), 1e-5) << g.name << " node " << name;
   }
 }
 
 // The reference by hand on one output: ga = global average of x + dw.
 TEST(CnnOps, ReferenceGlobalAverageOfASummedTerm) {
   test::TempDir dir;
-  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", kOpsGraph));
+  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   CnnRunner r(g, 1, 3, Impl::reference);
   r.run_all();
   const std::vector<float>&x = r.value("x"), &dw = r.value("dw"), &ga = r.value("ga");
@@ -81,6 +39,25 @@ TEST(CnnOps, ReferenceGlobalAverageOfASummedTerm) {
     double s = 0;
     for (int k = 0; k < 81; ++k) s += x[static_cast<size_t>(c * 81 + k)] + dw[static_cast<size_t>(c * 81 + k)];
     EXPECT_NEAR(ga[static_cast<size_t>(c)], s / 81, 1e-5);
+  }
+}
+
+// The element terms by hand: ea = dw[0:3] + x[3:6], em = rect * (x[0:3] + dw[1:4]).
+TEST(CnnOps, ElementTermsByHand) {
+  test::TempDir dir;
+  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
+  for (Impl impl : {Impl::onednn, Impl::reference}) {
+    CnnRunner r(g, 2, 3, impl);
+    r.run_all();
+    const std::vector<float>&x = r.value("x"), &dw = r.value("dw"), &rect = r.value("rect");
+    const std::vector<float>&ea = r.value("ea"), &em = r.value("em");
+    ASSERT_EQ(ea.size(), size_t{2 * 3 * 81});
+    for (size_t i = 0; i < 2; ++i)
+      for (size_t k = 0; k < 3 * 81; ++k) {
+        const size_t at = i * 3 * 81 + k;
+        EXPECT_FLOAT_EQ(ea[at], dw[i * 6 * 81 + k] + x[i * 6 * 81 + 3 * 81 + k]);
+        EXPECT_FLOAT_EQ(em[at], rect[at] * (x[i * 6 * 81 + k] + dw[i * 6 * 81 + 81 + k]));
+      }
   }
 }
 
@@ -96,7 +73,7 @@ struct LongestGroup : ios::StageCostModel {
 
 TEST(CnnPlans, AnIosPlanGivesTheResultsOfRunningSequentially) {
   test::TempDir dir;
-  for (const char* text : {test::kTinyCnnGraph, kOpsGraph}) {
+  for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
     const CnnGraph g = ios::read_ios_graph(dir.file("g.json", text));
     CnnRunner seq(g, 2, 5), planned(g, 2, 5);
     seq.run_all();
@@ -107,14 +84,14 @@ TEST(CnnPlans, AnIosPlanGivesTheResultsOfRunningSequentially) {
       EXPECT_LT(plan.stages.size(), static_cast<size_t>(part.dag.size())) << "some stage runs groups side by side";
       run_plan(planned, g.blocks[0], part, plan, 2);
     }
-    for (const std::string& name : all_names(g))
-      EXPECT_LE(max_relative_error(seq.value(name), planned.value(name)), 1e-6) << g.name << " node " << name;
+    for (const std::string& name : test::all_names(g))
+      EXPECT_LE(test::max_relative_error(seq.value(name), planned.value(name)), 1e-6) << g.name << " node " << name;
   }
 }
 
 TEST(CnnPlans, ProfilingCostMeasuresEachStageOnce) {
   test::TempDir dir;
-  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", kOpsGraph));
+  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   CnnRunner r(g, 1, 5);
   r.run_all();
   const ios::BlockPart part = ios::block_parts(g.blocks[0])[0];
@@ -131,7 +108,7 @@ TEST(CnnPlans, ProfilingCostMeasuresEachStageOnce) {
 
 TEST(CnnOps, ErrorsNameTheNode) {
   test::TempDir dir;
-  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", kOpsGraph));
+  const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   CnnRunner r(g, 1, 3);
   EXPECT_CONTAINS(test::error_of([&] { r.run(g.blocks[0].inner[3]); }), "node 'dw' has no value");
   EXPECT_CONTAINS(test::error_of([&] { r.value("nope"); }), "'nope'");
@@ -143,6 +120,25 @@ TEST(CnnOps, ErrorsNameTheNode) {
                   "cannot merge s2+dw: 'dw' is not a convolution of groups 1");
 }
 
+// Bad graphs fail when the runner is made, naming the node.
+TEST(CnnOps, GraphErrorsNameTheNodeWhenTheRunnerIsMade) {
+  test::TempDir dir;
+  const auto error_for = [&](const std::string& from, const std::string& to) {
+    std::string text = test::kCnnOpsGraph;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    const CnnGraph g = ios::read_ios_graph(dir.file("bad.json", text));
+    return test::error_of([&] { CnnRunner(g, 1, 1); });
+  };
+  EXPECT_CONTAINS(error_for(R"("sigmoid", "output_shape": [4, 5, 5])", R"("sigmoid", "output_shape": [4, 4, 4])"),
+                  "node 's2' (conv) computes [4, 5, 5] per sample but declares output_shape [4, 4, 4]");
+  EXPECT_CONTAINS(error_for(R"([[["dw", 0, 6]]], "pool_type": "max")", R"([[["dw", 0, 7]]], "pool_type": "max")"),
+                  "node 'mx' reads channels [0, 7) of 'dw', which has 6");
+  EXPECT_CONTAINS(error_for(R"([[["s2", 0, 4]], [["mx", 0, 6]]])", R"([[["s2", 0, 4]], [["dw", 0, 6]]])"),
+                  "node 'out' concatenates inputs of different sizes (5x5 and 9x9)");
+}
+
 TEST(CnnData, SqueezeNetOneDnnMatchesTheReference) {
   const std::string data = test::data_dir();
   const std::string path = data + "/ios/graphs/squeezenet.seq.json";
@@ -152,7 +148,7 @@ TEST(CnnData, SqueezeNetOneDnnMatchesTheReference) {
   fast.run_all();
   slow.run_all();
   const std::string out = g.blocks.back().exit.name;
-  EXPECT_LE(max_relative_error(fast.value(out), slow.value(out)), 1e-4);
+  EXPECT_LE(test::max_relative_error(fast.value(out), slow.value(out)), 1e-4);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Without -DSYLVA_BUILD_CUDA=ON every CUDA entry point says how to get one.
 #include <gtest/gtest.h>
 
+#include "support/ios_fixture.h"
 #include "support/test_util.h"
+#include "sylva/backend/cnn.h"
 #include "sylva/backend/backend.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
@@ -38,6 +40,12 @@ TEST(NoCuda, AnExecutorOnCudaFailsClearly) {
   Symbol s = sum(lookup(p.param(ps["E"]), p.input_ids("w")));
   (void)s;
   EXPECT_CONTAINS(error_of([&] { Executor ex(p, ps, {.device = Device::cuda()}); }), kHint);
+}
+
+TEST(NoCuda, TheCnnRunnerOnCudnnFailsClearly) {
+  test::TempDir dir;
+  const ios::CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kTinyCnnGraph));
+  EXPECT_CONTAINS(error_of([&] { cnn::CnnRunner(g, 1, 1, cnn::Impl::cudnn); }), kHint);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 
+#include "gpu.h"
 #include "support/test_util.h"
 #include "sylva/backend/backend.h"
 #include "sylva/frontend/program.h"
@@ -21,13 +22,6 @@ namespace sylva {
 namespace {
 
 using ir::OpKind;
-
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  return n == 0 ? "no CUDA device: 0 devices" : "";
-}
 
 // A matrix on the host and its copy on the device.
 struct Mat {
@@ -67,10 +61,10 @@ double error(const std::vector<float>& a, const std::vector<float>& b) {
 class CudaBackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string why = no_gpu_reason();
+    const std::string why = test::no_gpu_reason();
     if (!why.empty()) {
       EXPECT_CONTAINS(test::error_of([] { backend_for(Device::cuda()); }), "[cuda] no CUDA device 0 visible");
-      GTEST_SKIP() << why << " (GPU tests need a machine with an NVIDIA GPU; scripts/device_check.sh runs them)";
+      GTEST_SKIP() << why << test::kGpuTestsHint;
     }
   }
   Backend& cpu = backend_for(Device::cpu());

@@ -1,8 +1,9 @@
-// CNN operators of the IOS graphs on CPU: convolution (stride, padding,
-// groups, depthwise), max/avg/global pooling, identity (channel concat of
-// summed slices), relu and activations, element-wise add/mul, sequential
-// nodes -- forward only, float32 NCHW, through oneDNN, with a naive
-// reference implementation of every operator to check it against.
+// CNN operators of the IOS graphs: convolution (stride, padding, groups,
+// depthwise), max/avg/global pooling, identity (channel concat of summed
+// slices), relu and activations, element-wise add/mul, sequential nodes --
+// forward only, float32 NCHW -- on the CPU through oneDNN, on an NVIDIA GPU
+// through cuDNN (with -DSYLVA_BUILD_CUDA=ON), and a naive reference
+// implementation of every operator to check both against.
 //
 // @code
 // ios::CnnGraph g = ios::read_ios_graph("inception_v3.seq.json");
@@ -14,7 +15,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,21 +22,27 @@
 
 namespace sylva::cnn {
 
-/// Which implementation runs the operators.
-enum class Impl : uint8_t { onednn, reference };
+/// Which implementation runs the operators: oneDNN on the CPU, the naive
+/// loops on the CPU, or cuDNN (and Sylva's kernels) on CUDA device 0.
+enum class Impl : uint8_t { onednn, reference, cudnn };
 
 class CnnRunner {
  public:
   /// Seeded random input and weights (uniform, scaled by fan-in) for every
-  /// convolution of `g`, including those inside sequential nodes.
+  /// convolution of `g`, including those inside sequential nodes; the same
+  /// numbers for every Impl. Checks the graph first (channel slices, sizes
+  /// of concatenated inputs, output shapes): sylva::Error naming the node.
+  /// All values are allocated here, in the implementation's memory (on the
+  /// GPU for cudnn, with the input and weights uploaded).
   CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl impl = Impl::onednn);
   ~CnnRunner();
   CnnRunner(const CnnRunner&) = delete;
   CnnRunner& operator=(const CnnRunner&) = delete;
 
   /// Computes node `n` from its inputs' values, which must exist
-  /// (sylva::Error naming the missing one otherwise). Safe to call from
-  /// several threads for nodes whose outputs differ.
+  /// (sylva::Error naming the missing one otherwise). On the CPU, safe to
+  /// call from several threads for nodes whose outputs differ; on a GPU,
+  /// the work is queued on the current stream and run() returns at once.
   void run(const ios::CnnNode& n);
   /// Runs the convolutions `convs` (which ios::merge_convs accepts) as one
   /// merged convolution and gives each its channel slice of the result. The
@@ -44,33 +50,27 @@ class CnnRunner {
   void run_merged(const std::vector<const ios::CnnNode*>& convs);
   /// Every node of every block, in file order.
   void run_all();
-  /// [batch, C, H, W] of node `name`; sylva::Error if not computed.
-  const std::vector<float>& value(const std::string& name) const;
+  /// [batch, C, H, W] of node `name` (downloaded from the GPU, after the
+  /// work queued so far); sylva::Error if not computed.
+  std::vector<float> value(const std::string& name) const;
+  /// Returns when all queued work is done (a no-op on the CPU): call it
+  /// before reading a clock.
+  void synchronize();
   int64_t batch() const { return batch_; }
+  Impl impl() const { return impl_; }
 
-  struct Impl_;
+  struct State;
 
  private:
-  std::vector<float> gather(const ios::CnnNode& n, int64_t& channels, int64_t& h, int64_t& w) const;
-  std::vector<float>& slot(const std::string& name);
-  // The input of a conv or pool: in place when it is all of one node's output, else gathered into `x`.
-  const float* input(const ios::CnnNode& n, std::vector<float>& x, int64_t& channels, int64_t& h, int64_t& w) const;
-  void conv(const ios::CnnNode& n, const float* x, int64_t channels, int64_t h, int64_t w, const std::vector<float>& wt,
-            const std::vector<float>& b, std::vector<float>& y);
-  struct Merged {
-    ios::MergedConv m;
-    std::vector<float> w, b, y;
-  };
+  friend void run_plan(CnnRunner&, const ios::CnnBlock&, const ios::BlockPart&, const ios::StagePlan&, int);
+  friend class ProfilingCost;
+  void run_stage(const std::vector<const ios::CnnNode*>& ops, const ios::BlockPart& part, const ios::Stage& st,
+                 int cores);
 
   const ios::CnnGraph& g_;
   int64_t batch_;
   Impl impl_;
-  std::map<std::string, std::vector<float>> values_;  // all slots created up front; run() fills them
-  std::map<std::string, const ios::CnnNode*> nodes_;  // by name, sequential nodes' members included
-  std::map<std::string, std::vector<float>> weights_, bias_;
-  std::unique_ptr<Impl_> dnnl_;
-  std::mutex merged_mutex_;
-  std::map<std::string, std::unique_ptr<Merged>> merged_;  // by merged name
+  std::unique_ptr<State> s_;
 };
 
 /// The weights of a merged convolution: member k's [K_k, C, kh, kw]
@@ -88,16 +88,20 @@ template <class T>
 void conv_reference(const ios::CnnNode& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
                     const std::vector<T>& wt, const std::vector<T>& b, std::vector<T>& y);
 
-/// Runs the operators of `part` (a part of `block`) as `plan` says: the
-/// groups of a concurrent stage on their own threads (each with cores /
-/// groups threads for its operators), each group in topological order; a
-/// stage of one group, or a merged stage (CnnRunner::run_merged), uses every
-/// core.
+/// Runs the operators of `part` (a part of `block`) as `plan` says, each
+/// group in topological order. On the CPU the groups of a concurrent stage
+/// run on their own threads (each with cores / groups threads for its
+/// operators), and a stage of one group, or a merged stage
+/// (CnnRunner::run_merged), uses every core. On a GPU each group of a
+/// concurrent stage gets its own CUDA stream, forked from and joined back
+/// into the main one with events (`cores` is unused); the call returns once
+/// the work is queued.
 void run_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
               int cores);
 
 /// IOS's profiling cost model: a stage's latency is measured by running it
-/// on the CPU (one warm-up, then the median of `repeats`), cached by its
+/// on the runner's device (one warm-up, then the median of `repeats`, each
+/// to completion), cached by its
 /// groups. The runner must already hold the part's inputs (run the graph
 /// once first). Convolutions are mergeable as ios::merge_convs says.
 class ProfilingCost final : public ios::StageCostModel {

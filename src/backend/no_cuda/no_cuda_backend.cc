@@ -1,5 +1,6 @@
 // Linked when Sylva is built without CUDA: every call says how to get it.
 #include "../backend_factories.h"
+#include "../cnn_ops.h"
 #include "sylva/core/error.h"
 
 namespace sylva {
@@ -32,5 +33,7 @@ class NoCudaBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<NoCudaBackend>(index); }
+
+std::unique_ptr<cnn::CnnOps> cnn::make_cudnn_cnn_ops() { no_cuda(); }
 
 }  // namespace sylva

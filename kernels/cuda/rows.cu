@@ -28,7 +28,7 @@ __global__ void copy_rows_kernel(const T* src, const int32_t* src_idx, T* dst, c
   }
 }
 
-template <class T>
+template <class T, bool kAtomic>
 __global__ void add_rows_kernel(const T* src, const int32_t* src_idx, T* dst, const int32_t* dst_idx, int64_t n,
                                 int64_t cols) {
   for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
@@ -37,7 +37,12 @@ __global__ void add_rows_kernel(const T* src, const int32_t* src_idx, T* dst, co
     if (s < 0 || d < 0) continue;
     const T* in = src + s * cols;
     T* out = dst + d * cols;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) atomicAdd(out + c, in[c]);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      if constexpr (kAtomic)
+        atomicAdd(out + c, in[c]);
+      else
+        out[c] += in[c];
+    }
   }
 }
 
@@ -65,16 +70,29 @@ int copy_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t*
   return static_cast<int>(cudaGetLastError());
 }
 
+namespace {
+
+template <class T>
+void launch_add_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* dst_idx, int64_t n,
+                     int64_t cols, bool atomic, cudaStream_t s) {
+  const T* in = static_cast<const T*>(src);
+  T* out = static_cast<T*>(dst);
+  if (atomic)
+    add_rows_kernel<T, true><<<blocks(n), kThreads, 0, s>>>(in, src_idx, out, dst_idx, n, cols);
+  else
+    add_rows_kernel<T, false><<<blocks(n), kThreads, 0, s>>>(in, src_idx, out, dst_idx, n, cols);
+}
+
+}  // namespace
+
 int add_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* dst_idx, int64_t n, int64_t cols,
-             bool f64, void* stream) {
+             bool f64, bool atomic, void* stream) {
   if (n == 0 || cols == 0) return 0;
   const auto s = static_cast<cudaStream_t>(stream);
   if (f64)
-    add_rows_kernel<double><<<blocks(n), kThreads, 0, s>>>(static_cast<const double*>(src), src_idx,
-                                                            static_cast<double*>(dst), dst_idx, n, cols);
+    launch_add_rows<double>(src, src_idx, dst, dst_idx, n, cols, atomic, s);
   else
-    add_rows_kernel<float><<<blocks(n), kThreads, 0, s>>>(static_cast<const float*>(src), src_idx,
-                                                           static_cast<float*>(dst), dst_idx, n, cols);
+    launch_add_rows<float>(src, src_idx, dst, dst_idx, n, cols, atomic, s);
   return static_cast<int>(cudaGetLastError());
 }
 

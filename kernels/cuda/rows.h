@@ -13,10 +13,12 @@ namespace sylva::cuda_kernels {
 /// means the identity.
 int copy_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* dst_idx, int64_t n, int64_t cols,
               int elem_bytes, void* stream);
-/// dst[dst_idx[k]] += src[src_idx[k]] (negative indices skipped); atomic,
-/// since several k may target one row. f64: double, else float.
+/// dst[dst_idx[k]] += src[src_idx[k]] (negative indices skipped); with
+/// `atomic`, atomically, since several k may target one row; without it,
+/// the caller promises the target rows are distinct (one writer per
+/// element: plain loads and stores). f64: double, else float.
 int add_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* dst_idx, int64_t n, int64_t cols,
-             bool f64, void* stream);
+             bool f64, bool atomic, void* stream);
 /// dst += src over `numel` elements.
 int accumulate(const void* src, void* dst, int64_t numel, bool f64, void* stream);
 

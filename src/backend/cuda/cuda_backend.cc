@@ -28,6 +28,7 @@
 #include "cuda_check.h"
 #include "fused_codegen.h"
 #include "nvrtc_cache.h"
+#include "row_targets.h"
 #include "sylva/core/log.h"
 
 namespace sylva {
@@ -174,9 +175,11 @@ class CudaBackend final : public Backend {
                 std::span<const int32_t> dst_idx) override {
     SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "add_rows: ", src.cols, " vs ", dst.cols, " cols");
     const int64_t n = rows_moved(src, src_idx, dst_idx);
+    // Distinct targets (a tree's children, the identity) need no atomics.
+    const bool atomic = !cuda::distinct_rows(dst_idx, dst.rows, seen_rows_);
     const auto [s, d] = upload(src_idx, dst_idx);
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
-        cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, stream())));
+        cuda_kernels::add_rows(src.data, s, dst.data, d, n, dst.cols, dst.dtype == DType::f64, atomic, stream())));
     done();
   }
   void fill_zero(MatView dst) override {
@@ -520,6 +523,7 @@ class CudaBackend final : public Backend {
   std::unordered_map<std::string, Launch> launches_;  // launch_for()
   std::string key_;                                   // launch_for()'s scratch
   std::vector<uint64_t> words_;                       // run_fused()'s kernel argument
+  std::vector<uint64_t> seen_rows_;                   // add_rows()'s distinct_rows() scratch (all zero)
   std::set<std::string> warned_;
 };
 

@@ -6,7 +6,7 @@
 // handle and convolution workspace, forked from lane 0 and joined back
 // with events. Convolutions use FMA math only (no TF32), so results match
 // the CPU's float32 ones to rounding; the algorithm is cuDNN's first
-// heuristic choice that fits in 1 GiB of workspace.
+// heuristic choice that supports that and fits in 1 GiB of workspace.
 //
 // cuDNN 9 marks this (the "legacy") API deprecated in favour of its graph
 // API; it is still shipped and supported in 9.x.
@@ -221,15 +221,23 @@ class CudnnOps final : public CnnOps {
     int returned = 0;
     SYLVA_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(),
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
-    bool found = false;
-    for (int k = 0; k < returned && !found; ++k) {
-      if (perf[k].status != CUDNN_STATUS_SUCCESS || perf[k].memory > kMaxWorkspace ||
-          perf[k].mathType != CUDNN_FMA_MATH)
+    // The first heuristic choice that runs without tensor-op math under this
+    // (FMA) descriptor and fits the workspace cap; IMPLICIT_GEMM (no
+    // workspace, always supported) otherwise.
+    c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    for (int k = 0; k < returned; ++k) {
+      const cudnnConvolutionFwdAlgoPerf_t& r = perf[k];
+      if (r.status != CUDNN_STATUS_SUCCESS || r.mathType == CUDNN_TENSOR_OP_MATH ||
+          r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         continue;
-      c.algo = perf[k].algo;
-      found = true;
+      size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(), r.algo, &bytes) !=
+              CUDNN_STATUS_SUCCESS ||
+          bytes > kMaxWorkspace)
+        continue;
+      c.algo = r.algo;
+      break;
     }
-    if (!found) c.algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;  // needs no workspace; always supported
     SYLVA_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(),
                                                               c.algo, &c.workspace));
     return convs_.emplace(n.name, std::move(c)).first->second;

@@ -8,7 +8,8 @@
 #  3. microbenchmarks: cuBLAS GEMM and NVRTC-fused LSTM gates (bench_cuda);
 #  4. the workloads on the GPU with bench_suite --device cuda, Sylva against
 #     the dynamic-declaration autobatch baseline on the same GPU: Tree-LSTM
-#     (SST) and Tree-FC (generated trees) across batch sizes, Var-LSTM (PTB)
+#     (SST) and Tree-FC (generated trees) across batch (and, for Tree-FC,
+#     hidden) sizes, Var-LSTM (PTB)
 #     at two hidden sizes; Fixed-LSTM (PTB) against cuDNN's LSTM
 #     (bench_cudnn_lstm, same sizes: hidden = embedding 200, 10k words,
 #     64-token chains);
@@ -58,7 +59,7 @@ suite() {  # suite <name> <bench_suite args...>: one CSV per call, rc recorded
 }
 bench_failed=()
 pair=sylva,dynamic-decl-autobatch
-suite tree_fc --workload tree-fc --strategies $pair --batch 16,64 --leaves 64,256 --hidden 256 --trees 256
+suite tree_fc --workload tree-fc --strategies $pair --batch 16,64,256 --leaves 128 --hidden 128,512 --trees 256
 if [[ -n $data && -d $data/sst && -d $data/ptb ]]; then
   suite tree_lstm --data "$data" --workload tree-lstm --strategies $pair --batch 1,16,64,256 --hidden 150
   suite var_lstm --data "$data" --workload var-lstm --strategies $pair --batch 16,64 --hidden 200,512 \
@@ -76,7 +77,7 @@ fi
 ios_rc=0
 if [[ -n $data && -d $data/ios/graphs ]]; then
   for b in 1 16; do
-    timeout 120 "$BUILD"/benchmarks/bench_ios --data "$data" --cost profile --device cuda --batch "$b" \
+    timeout 90 "$BUILD"/benchmarks/bench_ios --data "$data" --cost profile --device cuda --batch "$b" \
       --graphs "squeezenet;inception_v3" --pruning 3,8 --repeats 10 | tee "$OUT/ios_b$b.txt"
     [[ ${PIPESTATUS[0]} -eq 0 ]] || ios_rc=1
   done

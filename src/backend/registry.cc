@@ -21,6 +21,14 @@ int Backend::set_lane(int lane) {
   return 0;
 }
 
+void Backend::update_parameter(const ParamUpdate&) {
+  SYLVA_THROW("[", name(), "] has no optimiser kernels (has_optimiser_kernels() is false)");
+}
+
+void Backend::sum_squares(MatView, MatView, double, std::span<const int32_t>, double*) {
+  SYLVA_THROW("[", name(), "] has no optimiser kernels (has_optimiser_kernels() is false)");
+}
+
 Backend& backend_for(Device device) {
   switch (device.kind) {
     case DeviceKind::cpu: {

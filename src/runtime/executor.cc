@@ -338,6 +338,8 @@ void Executor::backward(Symbol loss, double seed) {
 }
 
 void Executor::parameters_changed(const RowSparsity& only) { impl_->store.only_rows_changed(only); }
+ParamStore& Executor::param_store() { return impl_->store; }
+Backend& Executor::backend() { return impl_->backend; }
 
 double Executor::preprocess_seconds() const {
   return std::chrono::duration<double>(impl_->preprocess).count();

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "sylva/core/error.h"
+
 namespace sylva {
 
 namespace {
@@ -47,6 +49,11 @@ void ParamStore::upload_values() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
     const Tensor& v = c.param->value;
+    if (resident_) {
+      if (c.stale) backend_.upload(c.value.data(), v.raw(), v.nbytes());
+      c.stale = false;
+      continue;
+    }
     auto it = changed_rows_.find(name);
     if (it == changed_rows_.end() || v.nbytes() > c.value.capacity()) {
       c.value.reserve(std::max<size_t>(v.nbytes(), 1));
@@ -77,8 +84,54 @@ void ParamStore::only_rows_changed(const RowSparsity& rows) {
   changed_rows_ = rows;
 }
 
-void ParamStore::flush_grads(const RowSparsity& sparse) {
+void ParamStore::set_resident(bool resident) {
+  SYLVA_CHECK(!resident || !host_, "[param_store] resident mode is for a device; on the CPU the store is the "
+              "ParameterSet itself");
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (resident_ && !resident) {  // back to the host as the truth: it must hold the device's values
+    for (auto& [name, c] : copies_) {
+      Tensor& v = c.param->value;
+      backend_.download(v.raw(), c.value.data(), v.nbytes());
+    }
+  }
+  resident_ = resident;
+}
+
+void ParamStore::host_changed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, c] : copies_) c.stale = true;
+}
+
+void ParamStore::download_values() {
   if (host_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, c] : copies_) {
+    Tensor& v = c.param->value;
+    backend_.download(v.raw(), c.value.data(), v.nbytes());
+  }
+}
+
+void ParamStore::zero_grad(const std::string& name, Copy& c, const RowSparsity& sparse) {
+  const MatView device = view_in(c.grad, c.param->grad);
+  auto it = sparse.find(name);
+  if (it == sparse.end()) {
+    backend_.fill_zero(device);
+  } else if (!it->second.empty()) {
+    minus_ones_.assign(it->second.size(), -1);
+    backend_.copy_rows(device, minus_ones_, device, it->second);  // zero rows
+  }
+  c.grad_dirty = false;
+}
+
+void ParamStore::zero_grads(const RowSparsity& sparse) {
+  if (host_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, c] : copies_)
+    if (c.grad_dirty) zero_grad(name, c, sparse);
+}
+
+void ParamStore::flush_grads(const RowSparsity& sparse) {
+  if (host_ || resident_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
     if (!c.grad_dirty) continue;
@@ -95,7 +148,6 @@ void ParamStore::flush_grads(const RowSparsity& sparse) {
         T* d = g.data<T>();
         for (int64_t i = 0; i < g.numel(); ++i) d[i] += s[i];
       });
-      backend_.fill_zero(device);
     } else if (const std::vector<int32_t>& rows = it->second; !rows.empty()) {
       const size_t bytes = rows.size() * row_bytes;
       gathered_.reserve(bytes);
@@ -111,10 +163,8 @@ void ParamStore::flush_grads(const RowSparsity& sparse) {
           for (int64_t col = 0; col < device.cols; ++col)
             d[rows[k] * device.cols + col] += s[static_cast<int64_t>(k) * device.cols + col];
       });
-      minus_ones_.assign(rows.size(), -1);
-      backend_.copy_rows(device, minus_ones_, device, rows);  // zero rows
     }
-    c.grad_dirty = false;
+    zero_grad(name, c, sparse);
   }
 }
 

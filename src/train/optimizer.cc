@@ -20,18 +20,24 @@ void check_non_negative(std::string_view who, const char* what, double v) {
   SYLVA_CHECK(v >= 0.0, "[", who, "] ", what, " must be >= 0, got ", v);
 }
 
-// Throws naming the parameter and the first bad element.
-void check_finite_grad(std::string_view who, const Parameter& p, const RowSparsity* sparse) {
+// Throws naming the parameter and its first non-finite element of g (a
+// host array of p's dtype, p's gradient as the optimiser takes it).
+void throw_non_finite(std::string_view who, const Parameter& p, const void* g, const RowSparsity* sparse) {
   dispatch_floating(p.grad.dtype(), [&](auto zero) {
     using T = decltype(zero);
-    const T* g = p.grad.data<T>();
+    const T* v = static_cast<const T*>(g);
     for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      SYLVA_CHECK(std::isfinite(g[i]), "[", who, "] parameter '", p.name, "' has a non-finite gradient (", g[i],
-                  " at element ", i, " of ", p.grad.shape().str(), "); no parameter was updated. Lower the "
-                  "learning rate, clip gradients (clip_grad_norm) or check the loss for log(0)");
+      for (int64_t i = b; i < e; ++i)
+        SYLVA_CHECK(std::isfinite(v[i]), "[", who, "] parameter '", p.name, "' has a non-finite gradient (", v[i],
+                    " at element ", i, " of ", p.grad.shape().str(), "); no parameter was updated. Lower the "
+                    "learning rate, clip gradients (clip_grad_norm) or check the loss for log(0)");
     });
   });
+}
+
+MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
+MatView view_in(Buffer& b, const Tensor& like) {
+  return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
 }
 
 }  // namespace
@@ -45,64 +51,159 @@ void Optimizer::set_learning_rate(double lr) {
 
 void Optimizer::reset() {
   state_.clear();
+  device_state_.clear();
   counts_.clear();
+  where_ = Where::none;
+  device_ = nullptr;
+}
+
+void Optimizer::claim(Where w, const Backend* device) {
+  if (where_ == Where::none) {
+    where_ = w;
+    device_ = device;
+    return;
+  }
+  SYLVA_CHECK(where_ == w && device_ == device, "[", name(), "] this optimiser's state is ",
+              where_ == Where::host ? std::string("on the host") : "on " + device_->name(), ", but this step runs ",
+              w == Where::host ? std::string("on the host") : "on " + device->name(),
+              "; call reset() before moving it");
+}
+
+void Optimizer::check_parameters(const std::vector<Parameter*>& all) const {
+  for (const Parameter* p : all) {
+    SYLVA_CHECK(std::isfinite(p->lr_scale) && p->lr_scale >= 0.0, "[", name(), "] parameter '", p->name,
+                "' has lr_scale ", p->lr_scale, "; expected a finite value >= 0");
+    auto it = state_.find(p->name);
+    if (it != state_.end())
+      for (const Tensor& s : it->second)
+        SYLVA_CHECK(s.shape() == p->value.shape() && s.dtype() == p->value.dtype(), "[", name(), "] parameter '",
+                    p->name, "' is ", dtype_name(p->value.dtype()), " ", p->value.shape().str(),
+                    " but this optimiser's state for it is ", dtype_name(s.dtype()), " ", s.shape().str(),
+                    "; call reset() before using the optimiser with another parameter set");
+    auto dt = device_state_.find(p->name);
+    if (dt != device_state_.end())
+      for (const Buffer& b : dt->second)
+        SYLVA_CHECK(b.capacity() >= p->value.nbytes(), "[", name(), "] parameter '", p->name, "' is ",
+                    p->value.shape().str(), ", larger than this optimiser's state for it; call reset() before "
+                    "using the optimiser with another parameter set");
+  }
+}
+
+const std::vector<int32_t>* Optimizer::rows_of(const Parameter& p, const RowSparsity* sparse) const {
+  if (!sparse || !updates_only_sparse_rows()) return nullptr;
+  auto it = sparse->find(p.name);
+  return it == sparse->end() ? nullptr : &it->second;
+}
+
+std::vector<Tensor>& Optimizer::host_state(const Parameter& p) {
+  std::vector<Tensor>& s = state_[p.name];
+  if (s.empty())
+    for (int i = 0; i < state_tensors(); ++i) {
+      Tensor t(p.value.shape(), p.value.dtype());
+      if (state_init() != 0.0)
+        for (int64_t k = 0; k < t.numel(); ++k) t.set(k, state_init());
+      s.push_back(std::move(t));
+    }
+  return s;
 }
 
 void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
   std::vector<Parameter*> all = params.all();
   // Validate everything before touching anything, so a failed step is a no-op.
+  check_parameters(all);
   for (const Parameter* p : all) {
-    SYLVA_CHECK(std::isfinite(p->lr_scale) && p->lr_scale >= 0.0, "[", name(), "] parameter '", p->name,
-                "' has lr_scale ", p->lr_scale, "; expected a finite value >= 0");
-    check_finite_grad(name(), *p, sparse);
-    auto it = state_.find(p->name);
-    if (it == state_.end()) continue;
-    for (const Tensor& s : it->second)
-      SYLVA_CHECK(s.shape() == p->value.shape() && s.dtype() == p->value.dtype(), "[", name(), "] parameter '",
-                  p->name, "' is ", dtype_name(p->value.dtype()), " ", p->value.shape().str(),
-                  " but this optimiser's state for it is ", dtype_name(s.dtype()), " ", s.shape().str(),
-                  "; call reset() before using the optimiser with another parameter set");
+    bool finite = true;
+    dispatch_floating(p->grad.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* g = p->grad.data<T>();
+      for_each_grad_range(*p, sparse, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e && finite; ++i) finite = std::isfinite(g[i]);
+      });
+    });
+    if (!finite) throw_non_finite(name(), *p, p->grad.raw(), sparse);
   }
-  for (Parameter* p : all) update(*p, lr_ * p->lr_scale, sparse);
+  claim(Where::host, nullptr);
+  Backend& cpu = backend_for(Device::cpu());
+  for (Parameter* p : all) {
+    ParamUpdate u = rule(*p, lr_ * p->lr_scale);
+    u.w = view_of(p->value);
+    u.g = view_of(p->grad);
+    if (state_tensors() > 0) {
+      std::vector<Tensor>& st = host_state(*p);
+      u.s0 = view_of(st[0]);
+      if (st.size() > 1) u.s1 = view_of(st[1]);
+    }
+    const std::vector<int32_t>* rows = rows_of(*p, sparse);
+    if (rows && rows->empty()) continue;  // a row-sparse gradient with no rows: nothing moves
+    if (rows) u.rows = *rows;
+    cpu.update_parameter(u);
+  }
   ++steps_;
 }
 
-std::vector<Tensor>& Optimizer::state(const Parameter& p, size_t n, double init) {
-  std::vector<Tensor>& s = state_[p.name];
-  if (s.empty()) {
-    for (size_t i = 0; i < n; ++i) {
-      Tensor t(p.value.shape(), p.value.dtype());
-      if (init != 0.0)
-        for (int64_t k = 0; k < t.numel(); ++k) t.set(k, init);
-      s.push_back(std::move(t));
+void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, double scale,
+                     std::span<const double> sums) {
+  SYLVA_CHECK(store.resident(), "[", name(), "] a device step needs the ParamStore in resident mode");
+  Backend& device = store.backend();
+  std::vector<Parameter*> all = store.parameters().all();
+  SYLVA_CHECK(sums.size() == all.size(), "[", name(), "] ", sums.size(), " sums of squares for ", all.size(),
+              " parameters");
+  check_parameters(all);
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (std::isfinite(sums[k])) continue;
+    // Find the element on the host (an error path): g + l2 · w as the update would take it.
+    const Parameter& p = *all[k];
+    Tensor g(p.grad.shape(), p.grad.dtype()), w(p.value.shape(), p.value.dtype());
+    device.download(g.raw(), store.grad(p.name).data, g.nbytes());
+    if (p.decay && l2 != 0.0) {
+      device.download(w.raw(), store.value(p.name).data, w.nbytes());
+      dispatch_floating(g.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        T* gv = g.data<T>();
+        const T* wv = w.data<T>();
+        for (int64_t i = 0; i < g.numel(); ++i) gv[i] += static_cast<T>(l2) * wv[i];
+      });
     }
+    throw_non_finite(name(), p, g.raw(), sparse);  // returns if only the sum overflowed
   }
-  SYLVA_ASSERT(s.size() == n, "optimiser state of '", p.name, "' has ", s.size(), " tensors, expected ", n);
-  return s;
+  claim(Where::device, &device);
+  for (Parameter* p : all) {
+    ParamUpdate u = rule(*p, lr_ * p->lr_scale);
+    u.w = store.value(p->name);
+    u.g = store.grad(p->name);
+    u.decay = p->decay ? l2 : 0.0;
+    u.scale = scale;
+    if (state_tensors() > 0) {
+      std::vector<Buffer>& st = device_state_[p->name];
+      if (st.empty()) {
+        Tensor init(p->value.shape(), p->value.dtype());
+        for (int64_t i = 0; i < init.numel(); ++i) init.set(i, state_init());
+        for (int i = 0; i < state_tensors(); ++i) {
+          Buffer b(device.memory());
+          b.reserve(std::max<size_t>(init.nbytes(), 1));
+          device.upload(b.data(), init.raw(), init.nbytes());
+          st.push_back(std::move(b));
+        }
+      }
+      u.s0 = view_in(st[0], p->value);
+      if (st.size() > 1) u.s1 = view_in(st[1], p->value);
+    }
+    const std::vector<int32_t>* rows = rows_of(*p, sparse);
+    if (rows && rows->empty()) continue;
+    if (rows) u.rows = *rows;
+    device.update_parameter(u);
+  }
+  ++steps_;
 }
 
 Sgd::Sgd(SgdOptions o) : Optimizer(o.lr, "sgd"), o_(o) { check_unit_interval(name(), "momentum", o.momentum); }
 
-void Sgd::update(Parameter& p, double lr, const RowSparsity* sparse) {
-  dispatch_floating(p.value.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* w = p.value.data<T>();
-    const T* g = p.grad.data<T>();
-    const int64_t n = p.value.numel();
-    const T rate = static_cast<T>(lr);
-    if (o_.momentum == 0.0) {
-      for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) w[i] -= rate * g[i];
-      });
-      return;
-    }
-    T* v = state(p, 1)[0].data<T>();
-    const T mu = static_cast<T>(o_.momentum);
-    for (int64_t i = 0; i < n; ++i) {
-      v[i] = mu * v[i] + g[i];
-      w[i] -= rate * v[i];
-    }
-  });
+ParamUpdate Sgd::rule(const Parameter&, double lr) {
+  ParamUpdate u;
+  u.rule = o_.momentum == 0.0 ? ParamUpdate::Rule::sgd : ParamUpdate::Rule::momentum;
+  u.lr = lr;
+  u.a = o_.momentum;
+  return u;
 }
 
 Adagrad::Adagrad(AdagradOptions o) : Optimizer(o.lr, "adagrad"), o_(o) {
@@ -111,20 +212,12 @@ Adagrad::Adagrad(AdagradOptions o) : Optimizer(o.lr, "adagrad"), o_(o) {
   check_non_negative(name(), "initial_accumulator", o.initial_accumulator);
 }
 
-void Adagrad::update(Parameter& p, double lr, const RowSparsity* sparse) {
-  dispatch_floating(p.value.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    T* w = p.value.data<T>();
-    const T* g = p.grad.data<T>();
-    T* acc = state(p, 1, o_.initial_accumulator)[0].data<T>();
-    const T rate = static_cast<T>(lr), eps = static_cast<T>(o_.eps);
-    for_each_grad_range(p, sparse, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        acc[i] += g[i] * g[i];
-        w[i] -= rate * g[i] / (std::sqrt(acc[i]) + eps);
-      }
-    });
-  });
+ParamUpdate Adagrad::rule(const Parameter&, double lr) {
+  ParamUpdate u;
+  u.rule = ParamUpdate::Rule::adagrad;
+  u.lr = lr;
+  u.eps = o_.eps;
+  return u;
 }
 
 Adam::Adam(AdamOptions o) : Optimizer(o.lr, "adam"), o_(o) {
@@ -134,25 +227,17 @@ Adam::Adam(AdamOptions o) : Optimizer(o.lr, "adam"), o_(o) {
   SYLVA_CHECK(o.eps > 0.0, "[adam] eps must be > 0, got ", o.eps);
 }
 
-void Adam::update(Parameter& p, double lr, const RowSparsity*) {
+ParamUpdate Adam::rule(const Parameter& p, double lr) {
   const int64_t t = ++parameter_steps(p);
-  const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(t));
-  const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(t));
-  dispatch_floating(p.value.dtype(), [&](auto zero) {
-    using T = decltype(zero);
-    std::vector<Tensor>& s = state(p, 2);
-    T* w = p.value.data<T>();
-    const T* g = p.grad.data<T>();
-    T* m = s[0].data<T>();
-    T* v = s[1].data<T>();
-    const T b1 = static_cast<T>(o_.beta1), b2 = static_cast<T>(o_.beta2), eps = static_cast<T>(o_.eps);
-    const T rate = static_cast<T>(lr), inv_c1 = static_cast<T>(1.0 / c1), inv_c2 = static_cast<T>(1.0 / c2);
-    for (int64_t i = 0, n = p.value.numel(); i < n; ++i) {
-      m[i] = b1 * m[i] + (1 - b1) * g[i];
-      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      w[i] -= rate * (m[i] * inv_c1) / (std::sqrt(v[i] * inv_c2) + eps);
-    }
-  });
+  ParamUpdate u;
+  u.rule = ParamUpdate::Rule::adam;
+  u.lr = lr;
+  u.a = o_.beta1;
+  u.b = o_.beta2;
+  u.eps = o_.eps;
+  u.c1 = 1.0 / (1.0 - std::pow(o_.beta1, static_cast<double>(t)));
+  u.c2 = 1.0 / (1.0 - std::pow(o_.beta2, static_cast<double>(t)));
+  return u;
 }
 
 double global_grad_norm(const ParameterSet& params, const RowSparsity* sparse) {

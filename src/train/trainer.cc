@@ -44,10 +44,77 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
       options_(options),
       executor_(program_, params, executor_options(options)) {
   SYLVA_CHECK(optimizer_ != nullptr, "[trainer] no optimiser given (null unique_ptr)");
+  ParamStore& store = executor_.param_store();
+  on_device_ = options_.optimizer_on_device && !store.on_host() && executor_.backend().has_optimiser_kernels();
+  if (on_device_) {
+    store.set_resident(true);
+    sums_ = Buffer(executor_.backend().memory());
+  }
+}
+
+void Trainer::sync_parameters() {
+  if (on_device_) executor_.param_store().download_values();
+}
+
+void Trainer::parameters_changed_on_host() {
+  if (on_device_) executor_.param_store().host_changed();
+}
+
+// The device path of step(): the same sequence, with decay, clipping and
+// the update in device kernels; one download of the sums of squares.
+StepResult Trainer::device_step(const GraphBatch& batch) {
+  ParamStore& store = executor_.param_store();
+  // After a completed step the device gradients are zero; after a failed one
+  // they may hold its backward.
+  if (!sparse_valid_) store.zero_grads({});
+  sparse_valid_ = false;
+  executor_.forward(batch, Mode::train);
+  StepResult r;
+  r.loss = executor_.scalar(loss_);
+  r.samples = batch.num_samples();
+  r.vertices = batch.num_vertices();
+  SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_,
+              "; no parameter was updated. Lower the learning rate or enable clip_norm");
+  const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
+  Backend& device = executor_.backend();
+  executor_.backward(loss_, seed);  // resident: the gradients stay on the device
+  sparse_ = executor_.sparse_grads();
+  const double l2 = options_.weight_decay;
+  const std::vector<Parameter*> all = params_.all();
+  if (l2 > 0.0)  // decay makes a gradient dense
+    for (const Parameter* p : all)
+      if (p->decay) sparse_.erase(p->name);
+  sums_.reserve(std::max<size_t>(all.size(), 1) * sizeof(double));
+  auto* sums = static_cast<double*>(sums_.data());
+  for (size_t k = 0; k < all.size(); ++k) {
+    const Parameter& p = *all[k];
+    auto it = sparse_.find(p.name);
+    const std::span<const int32_t> rows = it == sparse_.end() ? std::span<const int32_t>() : it->second;
+    const MatView g = store.grad(p.name);
+    if (it != sparse_.end() && rows.empty()) {
+      device.fill_zero({sums + k, 1, 1, DType::f64});  // no row touched: nothing to add
+      continue;
+    }
+    device.sum_squares(g, store.value(p.name), p.decay ? l2 : 0.0, rows, sums + k);
+  }
+  host_sums_.resize(all.size());
+  device.download(host_sums_.data(), sums, all.size() * sizeof(double));
+  double sq = 0.0;
+  for (double v : host_sums_) sq += v;
+  r.grad_norm = std::sqrt(sq);
+  const double clip = options_.clip_norm;
+  const double scale = clip > 0.0 && std::isfinite(r.grad_norm) && r.grad_norm > clip ? clip / r.grad_norm : 1.0;
+  optimizer_->step(store, &sparse_, l2, scale, host_sums_);
+  store.zero_grads(sparse_);
+  sparse_valid_ = true;
+  if (options_.sync_parameters) store.download_values();
+  ++steps_;
+  return r;
 }
 
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
+  if (on_device_) return device_step(batch);
   // After a completed step only the rows the last backward touched can be
   // nonzero in row-sparse gradients (embeddings); otherwise zero densely.
   params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);

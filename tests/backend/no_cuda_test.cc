@@ -25,6 +25,8 @@ TEST(NoCuda, EveryBackendCallExplainsHowToGetCuda) {
   EXPECT_CONTAINS(error_of([&] { cuda.set_threads(2); }), kHint);
   EXPECT_CONTAINS(error_of([&] { cuda.memory(); }), kHint);
   EXPECT_CONTAINS(error_of([&] { cuda.upload(nullptr, nullptr, 0); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.update_parameter({}); }), kHint);
+  EXPECT_CONTAINS(error_of([&] { cuda.sum_squares({}, {}, 0.0, {}, nullptr); }), kHint);
 }
 
 TEST(NoCuda, OneCudaDevicePerProcess) {

@@ -17,6 +17,8 @@
 #include "sylva/frontend/vertex_function.h"
 #include "sylva/ir/graph.h"
 #include "sylva/runtime/executor.h"
+#include "sylva/train/optimizer.h"
+#include "sylva/train/trainer.h"
 
 namespace sylva {
 namespace {
@@ -301,32 +303,39 @@ TEST_F(CudaBackendTest, BadIdsAndLabelsAreErrorsNamingTheRow) {
 // A tree RNN trained for three SGD steps on the GPU and on the CPU from the
 // same parameters: losses and parameters agree to float64 roundoff (the
 // GPU sums in other orders), and the values stay on the device throughout.
-TEST_F(CudaBackendTest, AnExecutorTrainsOnCudaAsOnTheCpu) {
-  struct Net {
-    ParameterSet ps{DType::f64, 3};
-    Program p{DType::f64};
-    Symbol loss;
-    Net() {
-      ps.add("E", {11, 6}, Init::uniform(-1, 1));
-      ps.add("W", {6, 8}, Init::glorot());
-      ps.add("U", {8, 8}, Init::glorot());
-      ps.add("Wo", {8, 3}, Init::glorot());
-      VertexFunction f("cell", 8, DType::f64);
-      Symbol h = tanh(matmul(f.pull(6), f.param(ps["W"])) + matmul(f.gather_reduce(), f.param(ps["U"])));
-      f.scatter(h);
-      f.push(h);
-      Symbol hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x")));
-      loss = softmax_cross_entropy(matmul(hs, p.param(ps["Wo"])), p.input_ids("labels"));
-    }
-  };
+// A tree RNN over embedded words (row-sparse table gradients), in double.
+struct TreeNet {
+  ParameterSet ps{DType::f64, 3};
+  Program p{DType::f64};
+  Symbol loss;
+  TreeNet() {
+    ps.add("E", {11, 6}, Init::uniform(-1, 1));
+    ps.add("W", {6, 8}, Init::glorot());
+    ps.add("U", {8, 8}, Init::glorot());
+    ps.add("Wo", {8, 3}, Init::glorot());
+    VertexFunction f("cell", 8, DType::f64);
+    Symbol h = tanh(matmul(f.pull(6), f.param(ps["W"])) + matmul(f.gather_reduce(), f.param(ps["U"])));
+    f.scatter(h);
+    f.push(h);
+    Symbol hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x")));
+    loss = softmax_cross_entropy(matmul(hs, p.param(ps["Wo"])), p.input_ids("labels"));
+  }
+};
+
+std::vector<InputGraph> random_trees() {
   std::mt19937_64 rng(5);
   std::vector<InputGraph> graphs;
   for (int i = 0; i < 6; ++i) {
     graphs.push_back(test::random_tree(rng, 12, 3, true, "tree"));
     test::attach_random_ids(rng, graphs.back(), 11, 3);
   }
+  return graphs;
+}
+
+TEST_F(CudaBackendTest, AnExecutorTrainsOnCudaAsOnTheCpu) {
+  const std::vector<InputGraph> graphs = random_trees();
   const GraphBatch batch = GraphBatch::of(graphs);
-  Net host_net, gpu_net;
+  TreeNet host_net, gpu_net;
   Executor on_cpu(host_net.p, host_net.ps), on_gpu(gpu_net.p, gpu_net.ps, {.device = Device::cuda()});
   for (int step = 0; step < 3; ++step) {
     for (auto [net, ex] : {std::pair{&host_net, &on_cpu}, std::pair{&gpu_net, &on_gpu}}) {
@@ -340,6 +349,38 @@ TEST_F(CudaBackendTest, AnExecutorTrainsOnCudaAsOnTheCpu) {
   }
   for (const Parameter* prm : host_net.ps.all())
     EXPECT_LT(test::relative_error(gpu_net.ps[prm->name].value, prm->value), 1e-10) << prm->name;
+}
+
+// The Trainer with its optimiser on the GPU (every rule, weight decay and
+// clipping in device kernels) against the Trainer on the CPU.
+TEST_F(CudaBackendTest, TheOptimiserOnTheGpuMatchesTheCpu) {
+  const std::vector<InputGraph> graphs = random_trees();
+  const GraphBatch batch = GraphBatch::of(graphs);
+  for (int which = 0; which < 4; ++which) {
+    const auto optimiser = [&]() -> std::unique_ptr<Optimizer> {
+      switch (which) {
+        case 0: return std::make_unique<Sgd>(SgdOptions{.lr = 0.2});
+        case 1: return std::make_unique<Sgd>(SgdOptions{.lr = 0.2, .momentum = 0.9});
+        case 2: return std::make_unique<Adagrad>(AdagradOptions{.lr = 0.2});
+        default: return std::make_unique<Adam>(AdamOptions{.lr = 0.02});
+      }
+    };
+    TreeNet host_net, gpu_net;
+    for (TreeNet* n : {&host_net, &gpu_net}) n->ps["W"].decay = true;
+    const TrainerOptions o{.clip_norm = 0.5, .weight_decay = 0.01};
+    TrainerOptions on_gpu_options = o;
+    on_gpu_options.device = Device::cuda();
+    Trainer on_cpu(host_net.p, host_net.ps, host_net.loss, optimiser(), o);
+    Trainer on_gpu(gpu_net.p, gpu_net.ps, gpu_net.loss, optimiser(), on_gpu_options);
+    ASSERT_TRUE(on_gpu.optimizer_on_device());
+    for (int step = 0; step < 4; ++step) {
+      const StepResult want = on_cpu.step(batch), got = on_gpu.step(batch);
+      EXPECT_NEAR(got.loss, want.loss, 1e-10 * std::abs(want.loss)) << "optimiser " << which << " step " << step;
+      EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-10 * want.grad_norm) << "optimiser " << which;
+    }
+    for (const Parameter* prm : host_net.ps.all())
+      EXPECT_LT(test::relative_error(gpu_net.ps[prm->name].value, prm->value), 1e-10) << prm->name << ", " << which;
+  }
 }
 
 }  // namespace

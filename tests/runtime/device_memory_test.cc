@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -165,10 +168,11 @@ TEST(SimDevice, ValuesLiveOnTheDeviceAndStopAllocating) {
   }
 }
 
-// A Trainer whose optimiser updates only the looked-up rows (Adagrad, plain
-// SGD) tells the executor so, and the next forward uploads only those rows
-// of the embedding table; momentum SGD moves every row, so all of it goes
-// up. Either way training on the sim gives the CPU's parameters.
+// With the optimiser on the host: a Trainer whose optimiser updates only
+// the looked-up rows (Adagrad, plain SGD) tells the executor so, and the
+// next forward uploads only those rows of the embedding table; momentum
+// SGD moves every row, so all of it goes up. Either way training on the sim
+// gives the CPU's parameters.
 TEST(SimDevice, TheTrainerUploadsOnlyTheRowsItsOptimiserChanged) {
   constexpr int32_t kBigVocab = 2000;
   std::vector<std::vector<InputGraph>> keep;
@@ -181,7 +185,9 @@ TEST(SimDevice, TheTrainerUploadsOnlyTheRowsItsOptimiserChanged) {
     };
     Net cpu(kBigVocab), sim(kBigVocab);
     Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, optimiser(), {.seed = 2});
-    Trainer on_sim(sim.p, sim.ps, sim.loss, optimiser(), {.seed = 2, .backend = &test::sim_device()});
+    Trainer on_sim(sim.p, sim.ps, sim.loss, optimiser(),
+                   {.seed = 2, .backend = &test::sim_device(), .optimizer_on_device = false});
+    EXPECT_FALSE(on_sim.optimizer_on_device());
     const auto table_bytes = static_cast<uint64_t>(sim.ps["E"].value.nbytes());
     for (size_t k = 0; k < 4; ++k) {  // one batch again and again: a row left stale would be read
       on_cpu.step(bs[0]);
@@ -198,6 +204,118 @@ TEST(SimDevice, TheTrainerUploadsOnlyTheRowsItsOptimiserChanged) {
     for (const Parameter* prm : cpu.ps.all())
       EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name << ", " << which;
   }
+}
+
+std::unique_ptr<Optimizer> make_optimiser(int which) {
+  switch (which) {
+    case 0: return std::make_unique<Sgd>(SgdOptions{.lr = 0.1});
+    case 1: return std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
+    case 2: return std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1, .initial_accumulator = 0.1});
+    default: return std::make_unique<Adam>(AdamOptions{.lr = 0.01});
+  }
+}
+
+// With the optimiser on the device, every optimiser, with weight decay
+// (on W only) and clipping (which bites), gives the CPU trainer's losses,
+// gradient norms and parameters; after the first step nothing but the
+// batch's ids and seed goes up (no parameter values).
+TEST(SimDevice, TheOptimiserOnTheDeviceGivesTheCpusParameters) {
+  constexpr int32_t kBigVocab = 500;
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep, kBigVocab);
+  for (int which = 0; which < 4; ++which) {
+    Net cpu(kBigVocab), sim(kBigVocab);
+    for (Net* n : {&cpu, &sim}) {
+      for (Parameter* prm : n->ps.all()) prm->decay = prm->name == "W";
+    }
+    const TrainerOptions o{.clip_norm = 0.5, .weight_decay = 0.01, .seed = 2};
+    TrainerOptions on_sim_options = o;
+    on_sim_options.backend = &test::sim_device();
+    Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, make_optimiser(which), o);
+    Trainer on_sim(sim.p, sim.ps, sim.loss, make_optimiser(which), on_sim_options);
+    ASSERT_TRUE(on_sim.optimizer_on_device());
+    const auto table_bytes = static_cast<uint64_t>(sim.ps["E"].value.nbytes());
+    bool clipped = false;
+    for (size_t k = 0; k < 8; ++k) {
+      const GraphBatch& b = bs[k % bs.size()];
+      const StepResult want = on_cpu.step(b);
+      const uint64_t before = test::sim_uploaded_bytes();
+      const StepResult got = on_sim.step(b);
+      const uint64_t uploaded = test::sim_uploaded_bytes() - before;
+      EXPECT_NEAR(got.loss, want.loss, 1e-12 * std::abs(want.loss)) << "optimiser " << which << " step " << k;
+      EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-12 * want.grad_norm) << "optimiser " << which << " step " << k;
+      clipped = clipped || want.grad_norm > 0.5;
+      if (k > 0) {
+        EXPECT_LT(uploaded, table_bytes / 4) << "optimiser " << which << " step " << k;
+      }
+    }
+    EXPECT_TRUE(clipped) << "the clipping threshold never bit";
+    for (const Parameter* prm : cpu.ps.all())
+      EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name << ", " << which;
+  }
+}
+
+// Without syncing after each step the ParameterSet keeps its old values
+// until sync_parameters(); values set on the host reach the device after
+// parameters_changed_on_host().
+TEST(SimDevice, ParametersOnTheDeviceComeBackWhenAsked) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  Net net;
+  Trainer t(net.p, net.ps, net.loss, Sgd{{.lr = 0.1}},
+            {.seed = 2, .backend = &test::sim_device(), .sync_parameters = false});
+  const Tensor before = net.ps["W"].value.clone();
+  t.step(bs[0]);
+  EXPECT_EQ(test::relative_error(net.ps["W"].value, before), 0.0) << "not synced yet";
+  t.sync_parameters();
+  EXPECT_GT(test::relative_error(net.ps["W"].value, before), 1e-6) << "the step moved W";
+  // Zero every parameter on the host: without the call the device keeps its values.
+  const double loss = t.evaluate(bs[1]);
+  for (Parameter* p : net.ps.all()) p->value.fill_zero();
+  EXPECT_EQ(t.evaluate(bs[1]), loss);
+  t.parameters_changed_on_host();
+  EXPECT_NE(t.evaluate(bs[1]), loss);
+}
+
+// A non-finite gradient on the device is named as on the host (parameter
+// and element) and nothing changes; an optimiser's state stays where its
+// first step ran.
+TEST(SimDevice, ANonFiniteGradientOnTheDeviceIsNamedAndChangesNothing) {
+  ParameterSet ps(DType::f64, 1);
+  ps.add("A", {2, 3}, Init::uniform(-1, 1));
+  ps.add("B", {4, 2}, Init::uniform(-1, 1));
+  const Tensor a0 = ps["A"].value.clone(), b0 = ps["B"].value.clone();
+  Backend& sim = test::sim_device();
+  ParamStore store(ps, sim);
+  store.set_resident(true);
+  std::vector<double> ga(6, 1.0), gb(8, 0.5);
+  gb[5] = std::numeric_limits<double>::quiet_NaN();
+  sim.upload(store.grad("A").data, ga.data(), ga.size() * sizeof(double));
+  sim.upload(store.grad("B").data, gb.data(), gb.size() * sizeof(double));
+  Buffer sums(sim.memory());
+  sums.reserve(2 * sizeof(double));
+  sim.sum_squares(store.grad("A"), store.value("A"), 0.0, {}, static_cast<double*>(sums.data()));
+  sim.sum_squares(store.grad("B"), store.value("B"), 0.0, {}, static_cast<double*>(sums.data()) + 1);
+  std::vector<double> host(2);
+  sim.download(host.data(), sums.data(), 2 * sizeof(double));
+  EXPECT_DOUBLE_EQ(host[0], 6.0);
+  EXPECT_TRUE(std::isnan(host[1]));
+  Adam adam;
+  EXPECT_CONTAINS(test::error_of([&] { adam.step(store, nullptr, 0.0, 1.0, host); }),
+                  "[adam] parameter 'B' has a non-finite gradient (nan at element 5 of [4, 2]); no parameter was "
+                  "updated");
+  store.download_values();
+  EXPECT_EQ(test::relative_error(ps["A"].value, a0), 0.0);
+  EXPECT_EQ(test::relative_error(ps["B"].value, b0), 0.0);
+  host[1] = 2.0;  // B's gradient now finite: the step runs
+  gb[5] = 0.5;
+  sim.upload(store.grad("B").data, gb.data(), gb.size() * sizeof(double));
+  adam.step(store, nullptr, 0.0, 1.0, host);
+  store.download_values();
+  EXPECT_GT(test::relative_error(ps["A"].value, a0), 1e-6);
+  EXPECT_CONTAINS(test::error_of([&] { adam.step(ps); }), "state is on sim, but this step runs on the host");
+  adam.reset();
+  adam.step(ps);
 }
 
 TEST(SimDevice, BadIdsAreNamedBeforeAnyKernelRuns) {

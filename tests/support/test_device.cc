@@ -103,6 +103,19 @@ class SimBackend final : public Backend {
     return true;
   }
   void set_threads(int threads) override { cpu_.set_threads(threads); }
+  void update_parameter(const ParamUpdate& u) override {
+    ParamUpdate h = u;
+    for (MatView* v : {&h.w, &h.g, &h.s0, &h.s1}) *v = host_view(*v);
+    submit([this, h, rows = std::vector<int32_t>(u.rows.begin(), u.rows.end())]() mutable {
+      h.rows = rows;
+      cpu_.update_parameter(h);
+    });
+  }
+  void sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows, double* out) override {
+    submit([this, g = host_view(g), w = host_view(w), decay, rows = std::vector<int32_t>(rows.begin(), rows.end()),
+            out = static_cast<double*>(untag(out))] { cpu_.sum_squares(g, w, decay, rows, out); });
+  }
+  bool has_optimiser_kernels() const override { return true; }
   Memory& memory() override { return memory_; }
   void upload(void* dst, const void* src, size_t bytes) override {
     uploaded_ += bytes;

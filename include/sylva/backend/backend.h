@@ -92,6 +92,26 @@ bool fusible_op(ir::OpKind op);
 /// Whether run() accepts KernelArgs::accumulate for `op`.
 constexpr bool accumulates_into_output(ir::OpKind op) { return op == ir::OpKind::MatMul; }
 
+/// One optimiser step of one parameter, on views in a backend's memory
+/// (Backend::update_parameter). With the gradient taken as
+///   g' = scale · (g + decay · w)        (decay 0: g' = scale · g),
+/// computed in the parameter's dtype, by `rule`:
+///   sgd:      w -= lr · g'
+///   momentum: s0 = a · s0 + g';  w -= lr · s0
+///   adagrad:  s0 += g'²;  w -= lr · g' / (sqrt(s0) + eps)
+///   adam:     s0 = a · s0 + (1 - a) · g';  s1 = b · s1 + (1 - b) · g'²;
+///             w -= lr · (s0 · c1) / (sqrt(s1 · c2) + eps)
+/// over every element of w, or, when `rows` is not empty, only over those
+/// rows (distinct; rows of w.cols elements). g is not changed.
+struct ParamUpdate {
+  enum class Rule : uint8_t { sgd, momentum, adagrad, adam };
+  Rule rule = Rule::sgd;
+  MatView w, g, s0, s1;
+  double lr = 0.0, a = 0.0, b = 0.0, eps = 0.0, c1 = 1.0, c2 = 1.0;
+  double decay = 0.0, scale = 1.0;
+  std::span<const int32_t> rows;
+};
+
 /// The operations a device must provide. The runtime calls run() for
 /// every math node and the row-movement primitives at F's boundary.
 class Backend {
@@ -156,6 +176,18 @@ class Backend {
   /// start after it.
   virtual uint64_t record() { return 0; }
   virtual void wait(uint64_t event) { (void)event; }
+
+  /// Optimisers on the device: one ParamUpdate. The default throws (a
+  /// backend without optimiser kernels; the Trainer then keeps the
+  /// optimiser on the host).
+  virtual void update_parameter(const ParamUpdate& u);
+  /// *out = the sum of squares, accumulated in double, of g + decay · w
+  /// (each term computed in g's dtype; decay 0: of g) over every element,
+  /// or only over `rows` when not empty. `out` is one double in memory();
+  /// NaN or infinity when some term is not finite.
+  virtual void sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows, double* out);
+  /// Whether update_parameter() and sum_squares() are implemented.
+  virtual bool has_optimiser_kernels() const { return false; }
 };
 
 /// The backend for `device`. CPU always exists; CUDA is the no_cuda stub

@@ -10,6 +10,7 @@
 #include "sylva/backend/backend.h"
 #include "sylva/core/tensor.h"
 #include "sylva/frontend/program.h"
+#include "sylva/runtime/param_store.h"
 #include "sylva/runtime/schedule.h"
 #include "sylva/sched/ios.h"
 
@@ -142,6 +143,10 @@ class Executor {
   /// rows. Without the call every parameter is uploaded in full. Nothing
   /// to do on the CPU.
   void parameters_changed(const RowSparsity& only);
+  /// The parameters as this executor's backend sees them (copies on a
+  /// device); the Trainer runs a device optimiser on them.
+  ParamStore& param_store();
+  Backend& backend();
   /// Total bytes allocated so far for values and arenas (steady-state checks).
   size_t allocations() const;
 

@@ -47,9 +47,29 @@ class ParamStore {
   /// the listed rows changed on the host since the last upload.
   void only_rows_changed(const RowSparsity& rows);
   /// Device only: adds the device gradients into the ParameterSet and
-  /// zeroes them. Parameters named in `sparse` move only their rows.
+  /// zeroes them. Parameters named in `sparse` move only their rows. In
+  /// resident mode, does nothing: the gradients stay on the device.
   void flush_grads(const RowSparsity& sparse);
   bool on_host() const { return host_; }
+
+  /// Resident mode (device only; the Trainer turns it on when it runs the
+  /// optimiser on the device): the device copies are the parameters' truth.
+  /// upload_values() then uploads only what host_changed() marked, and
+  /// gradients stay on the device for the optimiser (zero_grads() clears
+  /// them); download_values() brings the values back to the ParameterSet.
+  void set_resident(bool resident);
+  bool resident() const { return resident_; }
+  /// Resident mode: the host values of every parameter changed (e.g. a
+  /// checkpoint was loaded); the next upload_values() sends them all.
+  void host_changed();
+  /// Device only: copies every device value into the ParameterSet.
+  void download_values();
+  /// Device only: zeroes the device gradients (of the parameters in
+  /// `sparse` only the listed rows; all of the others).
+  void zero_grads(const RowSparsity& sparse);
+  /// The ParameterSet this store mirrors.
+  ParameterSet& parameters() { return params_; }
+  Backend& backend() { return backend_; }
   size_t allocations() const;
 
  private:
@@ -58,7 +78,10 @@ class ParamStore {
     Buffer value, grad;
     bool grad_ready = false;  // grad allocated and zeroed
     bool grad_dirty = false;  // grad may be nonzero
+    bool stale = false;       // resident mode: the host value changed since the upload
   };
+  // Zeroes c's device gradient: the rows of it listed in `sparse`, or all of it.
+  void zero_grad(const std::string& name, Copy& c, const RowSparsity& sparse);
   Copy& copy_of(const std::string& name);
 
   ParameterSet& params_;
@@ -66,6 +89,7 @@ class ParamStore {
   const bool host_ = backend_.memory().host_visible();
   std::map<std::string, Copy> copies_;
   RowSparsity changed_rows_;  // only_rows_changed(), until the next upload
+  bool resident_ = false;
   std::mutex mutex_;  // copies_ and their flags: the streaming worker calls in too
   // flush_grads' staging: rows gathered on the device, and their host copy.
   Buffer gathered_{backend_.memory()};

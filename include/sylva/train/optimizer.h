@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sylva/backend/backend.h"
 #include "sylva/frontend/parameter_set.h"
+#include "sylva/runtime/param_store.h"
 
 namespace sylva {
 
@@ -43,6 +46,18 @@ class Optimizer {
   /// gradient leaves their rows unchanged); Adam and momentum SGD stay
   /// dense because their state decays every step.
   virtual void step(ParameterSet& params, const RowSparsity* sparse = nullptr);
+  /// The same step on a device (the Trainer's path there): values,
+  /// gradients and this optimiser's state all stay in `store`'s backend
+  /// memory (store must be in resident mode), nothing moves to the host.
+  /// Each gradient is taken as scale · (g + l2 · w) (l2 only for parameters
+  /// with `decay` set): weight decay and clipping folded into the update.
+  /// `sums` holds, per parameter of store.parameters().all(), the sum of
+  /// squares of that gradient before scaling (Backend::sum_squares); a
+  /// non-finite one throws sylva::Error naming the parameter and element,
+  /// as step() does, before anything changes. An optimiser keeps its state
+  /// where its first step ran: mixing host and device steps (or two
+  /// devices) without reset() throws.
+  void step(ParamStore& store, const RowSparsity* sparse, double l2, double scale, std::span<const double> sums);
 
   double learning_rate() const { return lr_; }
   /// Throws sylva::Error unless lr is finite and >= 0.
@@ -65,20 +80,35 @@ class Optimizer {
   Optimizer(Optimizer&&) = default;
   Optimizer& operator=(Optimizer&&) = default;
 
-  /// Applies one update to `p` with effective learning rate `lr`.
-  /// `sparse` is null or names the rows of p's gradient that may be nonzero.
-  virtual void update(Parameter& p, double lr, const RowSparsity* sparse) = 0;
-  /// The state tensors of `p` (n of them, zero-filled, p's shape and dtype
-  /// on first use; filled with `init` instead of zeros when given).
-  std::vector<Tensor>& state(const Parameter& p, size_t n, double init = 0.0);
+  /// The update of `p` at effective learning rate `lr`: its rule and
+  /// constants (step() fills in the views and rows). Called once per
+  /// parameter and step, host or device.
+  virtual ParamUpdate rule(const Parameter& p, double lr) = 0;
+  /// How many state tensors the rule uses (0 to 2), and their first value.
+  virtual int state_tensors() const = 0;
+  virtual double state_init() const { return 0.0; }
   /// Steps taken by `p` (counted per parameter, for Adam's bias correction).
   int64_t& parameter_steps(const Parameter& p) { return counts_[p.name]; }
 
  private:
+  // Validates lr_scale and the state's shapes of every parameter.
+  void check_parameters(const std::vector<Parameter*>& all) const;
+  // The rows an update covers: p's listed rows when the rule skips the
+  // others (updates_only_sparse_rows()); null: every row.
+  const std::vector<int32_t>* rows_of(const Parameter& p, const RowSparsity* sparse) const;
+  // The host state tensors of `p`, made on first use.
+  std::vector<Tensor>& host_state(const Parameter& p);
+  // Where the state lives: nowhere yet, the host, or a device's memory.
+  enum class Where : uint8_t { none, host, device };
+  void claim(Where w, const Backend* device);
+
   double lr_;
   int64_t steps_ = 0;
   std::map<std::string, std::vector<Tensor>> state_;
+  std::map<std::string, std::vector<Buffer>> device_state_;
   std::map<std::string, int64_t> counts_;
+  Where where_ = Where::none;
+  const Backend* device_ = nullptr;
 };
 
 /// Stochastic gradient descent with (heavy-ball) momentum, as in PyTorch:
@@ -96,7 +126,8 @@ class Sgd final : public Optimizer {
   const SgdOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
+  ParamUpdate rule(const Parameter& p, double lr) override;
+  int state_tensors() const override { return o_.momentum == 0.0 ? 0 : 1; }
   SgdOptions o_;
 };
 
@@ -117,7 +148,9 @@ class Adagrad final : public Optimizer {
   const AdagradOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
+  ParamUpdate rule(const Parameter& p, double lr) override;
+  int state_tensors() const override { return 1; }
+  double state_init() const override { return o_.initial_accumulator; }
   AdagradOptions o_;
 };
 
@@ -138,7 +171,8 @@ class Adam final : public Optimizer {
   const AdamOptions& options() const { return o_; }
 
  private:
-  void update(Parameter& p, double lr, const RowSparsity* sparse) override;
+  ParamUpdate rule(const Parameter& p, double lr) override;
+  int state_tensors() const override { return 2; }
   AdamOptions o_;
 };
 

@@ -32,6 +32,17 @@ struct TrainerOptions {
   Device device = Device::cpu();
   /// A backend to use instead of backend_for(device) (ExecutorOptions::backend).
   Backend* backend = nullptr;
+  /// On a device whose backend has optimiser kernels (CUDA): keep the
+  /// parameters there and run weight decay, clipping and the optimiser
+  /// there, so a step moves no parameters or gradients between host and
+  /// device. false: the optimiser runs on the host (values uploaded before
+  /// every forward, gradients downloaded after every backward).
+  bool optimizer_on_device = true;
+  /// With the optimiser on the device: download the parameters into the
+  /// ParameterSet after every step (so it is always current). false: only
+  /// when sync_parameters() is called -- faster, for loops that read the
+  /// parameters only now and then (checkpoints, the end of training).
+  bool sync_parameters = true;
 };
 
 struct StepResult {
@@ -49,7 +60,9 @@ struct StepResult {
 /// each batch. The Trainer keeps a copy of the Program (copies share the
 /// graph, so symbols stay valid); the ParameterSet must outlive it.
 /// A non-finite loss or gradient throws sylva::Error before any parameter
-/// changes.
+/// changes. On a device (TrainerOptions::optimizer_on_device) the same
+/// happens there: the ParameterSet's gradients are then not filled in, and
+/// its values are current after each step unless sync_parameters is off.
 ///
 /// @code
 /// Trainer trainer(program, ps, loss, Adam{{.lr = 1e-3}}, {.clip_norm = 5.0});
@@ -87,6 +100,17 @@ class Trainer {
   Symbol loss() const { return loss_; }
   /// Completed steps.
   int64_t steps() const { return steps_; }
+  /// Whether the optimiser runs on the device (TrainerOptions::optimizer_on_device
+  /// on a backend with optimiser kernels).
+  bool optimizer_on_device() const { return on_device_; }
+  /// With the optimiser on the device: brings the ParameterSet's values up
+  /// to date (TrainerOptions::sync_parameters does it after every step).
+  /// Nothing to do otherwise.
+  void sync_parameters();
+  /// With the optimiser on the device: the ParameterSet's values were
+  /// changed on the host (a checkpoint loaded, a table overwritten); the
+  /// next step uploads them. Nothing to do otherwise (every forward uploads).
+  void parameters_changed_on_host();
 
  private:
   Program program_;  // before executor_, which refers to it
@@ -98,6 +122,11 @@ class Trainer {
   int64_t steps_ = 0;
   RowSparsity sparse_;        // row-sparse gradients of the last completed step
   bool sparse_valid_ = false;
+  bool on_device_ = false;    // optimizer_on_device(): parameters resident on the device
+  Buffer sums_;               // on the device: each parameter's sum of squares (Backend::sum_squares)
+  std::vector<double> host_sums_;
+
+  StepResult device_step(const GraphBatch& batch);
 };
 
 }  // namespace sylva

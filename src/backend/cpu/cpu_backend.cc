@@ -91,6 +91,12 @@ class CpuBackend final : public Backend {
     if (threads > 0) Eigen::setNbThreads(threads);
   }
 
+  void update_parameter(const ParamUpdate& u) override { cpu::update_parameter(u); }
+  void sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows, double* out) override {
+    *out = cpu::sum_squares(g, w, decay, rows);
+  }
+  bool has_optimiser_kernels() const override { return true; }
+
  private:
   KernelTable table_;
 };

@@ -24,6 +24,7 @@
 #include "../backend_factories.h"
 #include "../dropout_key.h"
 #include "cuda/ops.h"
+#include "cuda/optim.h"
 #include "cuda/rows.h"
 #include "cuda_check.h"
 #include "fused_codegen.h"
@@ -105,11 +106,12 @@ int64_t rows_moved(const MatView& src, std::span<const int32_t> si, std::span<co
   return !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
 }
 
-// Device scalars the validating and reducing kernels use: two doubles, then
-// the first bad row (-1: none).
+// Device scalars the validating and reducing kernels use: two doubles, the
+// first bad row (-1: none), and sum_squares' per-block partials.
 struct Scalars {
   double sums[2];
   int64_t bad_row;
+  double partials[256];
 };
 
 class CudaBackend final : public Backend {
@@ -214,6 +216,25 @@ class CudaBackend final : public Backend {
   }
 
   void set_threads(int) override {}
+
+  void update_parameter(const ParamUpdate& u) override {
+    SYLVA_CHECK(u.w.numel() == u.g.numel() && u.w.dtype == u.g.dtype, "[cuda] update_parameter: value ",
+                u.w.numel(), " and gradient ", u.g.numel(), " elements differ");
+    const int32_t* rows = upload(u.rows, {}).first;
+    const cuda_kernels::UpdateConstants k{static_cast<int>(u.rule), u.lr, u.a, u.b, u.eps, u.c1, u.c2, u.decay,
+                                          u.scale};
+    check(cuda_kernels::update_parameter(u.w.data, u.g.data, u.s0.data, u.s1.data, u.w.numel(), rows,
+                                         static_cast<int64_t>(u.rows.size()), u.w.cols, k, u.w.dtype == DType::f64,
+                                         stream()));
+    done();
+  }
+  void sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows, double* out) override {
+    const int32_t* r = upload(rows, {}).first;
+    check(cuda_kernels::sum_squares(g.data, w.data, decay, g.numel(), r, static_cast<int64_t>(rows.size()), g.cols,
+                                    scalars()->partials, out, g.dtype == DType::f64, stream()));
+    done();
+  }
+  bool has_optimiser_kernels() const override { return true; }
 
   Memory& memory() override { return memory_; }
   bool concurrent_calls() const override { return false; }

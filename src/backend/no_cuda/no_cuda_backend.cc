@@ -25,6 +25,8 @@ class NoCudaBackend final : public Backend {
   Memory& memory() override { no_cuda(); }
   void upload(void*, const void*, size_t) override { no_cuda(); }
   void download(void*, const void*, size_t) override { no_cuda(); }
+  void update_parameter(const ParamUpdate&) override { no_cuda(); }
+  void sum_squares(MatView, MatView, double, std::span<const int32_t>, double*) override { no_cuda(); }
 
  private:
   int index_;

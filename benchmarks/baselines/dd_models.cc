@@ -186,6 +186,9 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
 GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
     : ps_(ps), backend_(backend_for(o.device)), graph_(ps, backend_), measure_(o.measure_movement) {
   backend_.set_threads(o.threads);
+  // On a device the parameters stay there and gradients are zeroed there, as
+  // in a training loop with the optimiser on the device (Sylva's likewise).
+  if (!graph_.param_store().on_host()) graph_.param_store().set_resident(true);
 }
 
 StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train) {
@@ -194,7 +197,10 @@ StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train
   double compute = graph_.stats().compute_s;
   if (train) {
     auto t1 = std::chrono::steady_clock::now();
-    ps_.zero_grad(first_ ? nullptr : &touched_);
+    if (graph_.param_store().resident())
+      graph_.param_store().zero_grads(first_ ? RowSparsity{} : touched_);
+    else
+      ps_.zero_grad(first_ ? nullptr : &touched_);
     first_ = false;
     graph_.backward();
     touched_ = graph_.touched_rows();

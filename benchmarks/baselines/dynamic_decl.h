@@ -108,6 +108,8 @@ class Graph {
   const RunStats& stats() const { return stats_; }
   /// Rows of each lookup table that received gradient in the last backward().
   const RowSparsity& touched_rows() const { return touched_; }
+  /// The parameters as the backend sees them (benchmarks keep them resident on a device).
+  ParamStore& param_store() { return store_; }
 
  private:
   struct Node {

@@ -52,6 +52,9 @@ class SylvaStrategy final : public Strategy {
              .fusion = o.fusion, .streaming = o.streaming, .ios = o.ios}),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
     if (measure_) ex_.set_observer(profiler_.observer());
+    // On a device the parameters stay there and gradients are zeroed there, as
+    // the Trainer does with its optimiser on the device (the baselines likewise).
+    if (!ex_.param_store().on_host()) ex_.param_store().set_resident(true);
   }
 
   std::string name() const override { return name_; }
@@ -67,7 +70,10 @@ class SylvaStrategy final : public Strategy {
     s.loss = ex_.scalar(model_.loss);
     if (train) {
       // Only the rows the last backward touched are nonzero in lookup tables.
-      ps_.zero_grad(first_ ? nullptr : &ex_.sparse_grads());
+      if (ex_.param_store().resident())
+        ex_.param_store().zero_grads(first_ ? RowSparsity{} : ex_.sparse_grads());
+      else
+        ps_.zero_grad(first_ ? nullptr : &ex_.sparse_grads());
       first_ = false;
       ex_.backward(model_.loss);
     }

@@ -48,7 +48,7 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
                   {.policy = o.policy, .clip_norm = o.clip, .seed = o.seed, .threads = o.threads,
-                   .device = Device::parse(o.device)});
+                   .device = Device::parse(o.device), .sync_parameters = false});  // synced before each checkpoint
   if (log) {
     const LstmLmConfig& m = o.model;
     std::fprintf(log,
@@ -117,6 +117,7 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
                    static_cast<long>(epoch), profiler.report().c_str());
     }
     result.epochs.push_back(e);
+    trainer.sync_parameters();  // the ParameterSet is current from here (a device keeps them otherwise)
     if (!o.checkpoint.empty())
       save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}, {"valid_ppl", std::to_string(e.valid_ppl)}});
     if (log) {

@@ -42,7 +42,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
                   {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads,
-                   .device = Device::parse(o.device)});
+                   .device = Device::parse(o.device), .sync_parameters = false});  // synced before each checkpoint
   if (log)
     std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
                  static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden), static_cast<long>(ps.numel()),
@@ -86,6 +86,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
       std::fprintf(log, "profile of epoch %ld (training steps only):\n%s", static_cast<long>(epoch),
                    profiler.report().c_str());
     }
+    trainer.sync_parameters();  // the ParameterSet is current after each epoch (a device keeps them otherwise)
     RootAccuracy dev = evaluate(trainer, model, tb.dev);
     RootAccuracy test = evaluate(trainer, model, tb.test);
     bool best = result.best_epoch == 0 || dev.fine() > result.best_dev.fine();

@@ -13,12 +13,15 @@ namespace sylva {
 
 /// On a backend whose memory is the host's (CPU), views of the
 /// ParameterSet's own tensors. On a device (CUDA), copies in the
-/// backend's memory: values are uploaded by upload_values() before each
-/// forward (the optimiser updates them on the host), and gradients are
-/// accumulated on the device and added into the ParameterSet by
-/// flush_grads() after each backward -- only the listed rows of
-/// parameters with row-sparse gradients (embedding tables). The Executor
-/// keeps one; so do engines of your own that run on a Backend.
+/// backend's memory. By default the host is the truth: values are
+/// uploaded by upload_values() before each forward (an optimiser on the
+/// host updates them), and gradients are accumulated on the device and
+/// added into the ParameterSet by flush_grads() after each backward --
+/// only the listed rows of parameters with row-sparse gradients
+/// (embedding tables). In resident mode (set_resident; the Trainer's
+/// default with its optimiser on the device) the device copies are the
+/// truth and nothing moves unless asked. The Executor keeps one; so do
+/// engines of your own that run on a Backend.
 ///
 /// @code
 /// ParamStore store(params, backend_for(Device::cuda()));

@@ -39,6 +39,11 @@ cmake --build "$BUILD" -j"$(nproc)" --target "${targets[@]}" > "$OUT/build.log" 
   { tail -40 "$OUT/build.log"; exit 1; }
 echo "device_check: built in $((SECONDS - t0)) s"
 
+data=${SYLVA_DATA:-}
+[[ -z $data && -d ../shared/data ]] && data=$(cd ../shared/data && pwd)
+[[ -z $data && -d shared/data ]] && data=$(cd shared/data && pwd)
+[[ -n $data ]] && export SYLVA_DATA=$data  # the GPU tests on real graphs read it too
+
 timeout 240 ctest --test-dir "$BUILD" -L cuda --output-on-failure 2>&1 | tee "$OUT/ctest.txt"
 tests_rc=${PIPESTATUS[0]}
 skipped=$(grep -c "Skipped" "$OUT/ctest.txt" || true)
@@ -46,9 +51,6 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.txt" || true)
 timeout 60 "$BUILD"/benchmarks/bench_cuda --rows 64,256,1024,4096 --repeats 20 | tee "$OUT/bench_cuda.txt"
 micro_rc=${PIPESTATUS[0]}
 
-data=${SYLVA_DATA:-}
-[[ -z $data && -d ../shared/data ]] && data=../shared/data
-[[ -z $data && -d shared/data ]] && data=shared/data
 suite() {  # suite <name> <bench_suite args...>: one CSV per call, rc recorded
   local name=$1
   shift

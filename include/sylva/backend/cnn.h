@@ -9,7 +9,8 @@
 // ios::CnnGraph g = ios::read_ios_graph("inception_v3.seq.json");
 // cnn::CnnRunner run(g, /*batch=*/1, /*seed=*/7);
 // run.run_all();                                   // every node, block by block
-// const std::vector<float>& out = run.value(g.blocks.back().exit.name);
+// std::vector<float> out = run.value(g.blocks.back().exit.name);  // a copy
+// cnn::CnnRunner gpu(g, 1, 7, cnn::Impl::cudnn);   // same weights and input, on CUDA device 0
 // @endcode
 #pragma once
 

@@ -190,8 +190,23 @@ struct CnnRunner::State {
 CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl impl)
     : g_(g), batch_(batch), impl_(impl), s_(std::make_unique<State>()) {
   SYLVA_CHECK(batch >= 1, "[cnn] batch must be >= 1, got ", batch);
+  SYLVA_CHECK(impl != Impl::custom, "[cnn] Impl::custom needs the constructor that takes the operators");
+  s_->ops = impl == Impl::cudnn ? make_cudnn_cnn_ops() : make_cpu_cnn_ops(impl == Impl::reference);
+  init(seed);
+}
+
+CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnOps> ops)
+    : g_(g), batch_(batch), impl_(Impl::custom), s_(std::make_unique<State>()) {
+  SYLVA_CHECK(batch >= 1, "[cnn] batch must be >= 1, got ", batch);
+  SYLVA_CHECK(ops != nullptr, "[cnn] no operators given (null unique_ptr)");
+  s_->ops = std::move(ops);
+  init(seed);
+}
+
+void CnnRunner::init(uint64_t seed) {
   State& s = *s_;
-  s.ops = impl == Impl::cudnn ? make_cudnn_cnn_ops() : make_cpu_cnn_ops(impl == Impl::reference);
+  const ios::CnnGraph& g = g_;
+  const int64_t batch = batch_;
   std::vector<const CnnNode*> order;
   std::mt19937_64 rng(seed);
   const auto add = [&](const CnnNode& n, const auto& self) -> void {

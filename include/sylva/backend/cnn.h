@@ -24,8 +24,12 @@
 namespace sylva::cnn {
 
 /// Which implementation runs the operators: oneDNN on the CPU, the naive
-/// loops on the CPU, or cuDNN (and Sylva's kernels) on CUDA device 0.
-enum class Impl : uint8_t { onednn, reference, cudnn };
+/// loops on the CPU, cuDNN (and Sylva's kernels) on CUDA device 0, or
+/// operators given to the constructor.
+enum class Impl : uint8_t { onednn, reference, cudnn, custom };
+
+/// The operators' interface (internal: src/backend/cnn_ops.h).
+class CnnOps;
 
 class CnnRunner {
  public:
@@ -36,6 +40,9 @@ class CnnRunner {
   /// All values are allocated here, in the implementation's memory (on the
   /// GPU for cudnn, with the input and weights uploaded).
   CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl impl = Impl::onednn);
+  /// The same with operators of one's own (Impl::custom): the tests run
+  /// the GPU's stream logic on a simulator of lanes this way.
+  CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnOps> ops);
   ~CnnRunner();
   CnnRunner(const CnnRunner&) = delete;
   CnnRunner& operator=(const CnnRunner&) = delete;
@@ -67,6 +74,7 @@ class CnnRunner {
   friend class ProfilingCost;
   void run_stage(const std::vector<const ios::CnnNode*>& ops, const ios::BlockPart& part, const ios::Stage& st,
                  int cores);
+  void init(uint64_t seed);
 
   const ios::CnnGraph& g_;
   int64_t batch_;

@@ -15,8 +15,10 @@ void for_each_range(const MatView& w, std::span<const int32_t> rows, Fn&& fn) {
   for (int32_t r : rows) fn(static_cast<int64_t>(r) * w.cols, static_cast<int64_t>(r + 1) * w.cols);
 }
 
-template <class T>
-void update(const ParamUpdate& u) {
+// One rule over the covered elements; the rule is a template argument so
+// the element loop has no branch on it.
+template <class T, ParamUpdate::Rule R, bool kDecayOrScale>
+void update_with(const ParamUpdate& u) {
   using Rule = ParamUpdate::Rule;
   T* w = u.w.as<T>();
   const T* g = u.g.as<const T>();
@@ -29,26 +31,36 @@ void update(const ParamUpdate& u) {
   for_each_range(u.w, u.rows, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       T gi = g[i];
-      if (decayed) gi += decay * w[i];
-      gi *= scale;
-      switch (u.rule) {
-        case Rule::sgd: w[i] -= rate * gi; break;
-        case Rule::momentum:
-          s0[i] = a * s0[i] + gi;
-          w[i] -= rate * s0[i];
-          break;
-        case Rule::adagrad:
-          s0[i] += gi * gi;
-          w[i] -= rate * gi / (std::sqrt(s0[i]) + eps);
-          break;
-        case Rule::adam:
-          s0[i] = a * s0[i] + (1 - a) * gi;
-          s1[i] = b * s1[i] + (1 - b) * gi * gi;
-          w[i] -= rate * (s0[i] * c1) / (std::sqrt(s1[i] * c2) + eps);
-          break;
+      if constexpr (kDecayOrScale) {
+        if (decayed) gi += decay * w[i];
+        gi *= scale;
+      }
+      if constexpr (R == Rule::sgd) {
+        w[i] -= rate * gi;
+      } else if constexpr (R == Rule::momentum) {
+        s0[i] = a * s0[i] + gi;
+        w[i] -= rate * s0[i];
+      } else if constexpr (R == Rule::adagrad) {
+        s0[i] += gi * gi;
+        w[i] -= rate * gi / (std::sqrt(s0[i]) + eps);
+      } else {
+        s0[i] = a * s0[i] + (1 - a) * gi;
+        s1[i] = b * s1[i] + (1 - b) * gi * gi;
+        w[i] -= rate * (s0[i] * c1) / (std::sqrt(s1[i] * c2) + eps);
       }
     }
   });
+}
+
+template <class T, bool kDecayOrScale>
+void update(const ParamUpdate& u) {
+  using Rule = ParamUpdate::Rule;
+  switch (u.rule) {
+    case Rule::sgd: return update_with<T, Rule::sgd, kDecayOrScale>(u);
+    case Rule::momentum: return update_with<T, Rule::momentum, kDecayOrScale>(u);
+    case Rule::adagrad: return update_with<T, Rule::adagrad, kDecayOrScale>(u);
+    case Rule::adam: return update_with<T, Rule::adam, kDecayOrScale>(u);
+  }
 }
 
 template <class T>
@@ -71,7 +83,15 @@ double sum_squares(MatView gv, MatView wv, double decay, std::span<const int32_t
 
 void update_parameter(const ParamUpdate& u) {
   SYLVA_ASSERT(u.w.numel() == u.g.numel() && u.w.dtype == u.g.dtype, "update_parameter: w and g differ");
-  dispatch_floating(u.w.dtype, [&](auto tag) { update<decltype(tag)>(u); });
+  // The host step passes decay 0 and scale 1 (Trainer applied both to the
+  // gradient already): its loop then has neither.
+  const bool plain = u.decay == 0.0 && u.scale == 1.0;
+  dispatch_floating(u.w.dtype, [&](auto tag) {
+    if (plain)
+      update<decltype(tag), false>(u);
+    else
+      update<decltype(tag), true>(u);
+  });
 }
 
 double sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows) {

@@ -60,30 +60,13 @@ void Trainer::parameters_changed_on_host() {
   if (on_device_) executor_.param_store().host_changed();
 }
 
-// The device path of step(): the same sequence, with decay, clipping and
-// the update in device kernels; one download of the sums of squares.
-StepResult Trainer::device_step(const GraphBatch& batch) {
+// The device half of step(), after backward: decay, clipping and the
+// update in device kernels; one download of the sums of squares.
+double Trainer::device_update() {
   ParamStore& store = executor_.param_store();
-  // After a completed step the device gradients are zero; after a failed one
-  // they may hold its backward.
-  if (!sparse_valid_) store.zero_grads({});
-  sparse_valid_ = false;
-  executor_.forward(batch, Mode::train);
-  StepResult r;
-  r.loss = executor_.scalar(loss_);
-  r.samples = batch.num_samples();
-  r.vertices = batch.num_vertices();
-  SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_,
-              "; no parameter was updated. Lower the learning rate or enable clip_norm");
-  const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
   Backend& device = executor_.backend();
-  executor_.backward(loss_, seed);  // resident: the gradients stay on the device
-  sparse_ = executor_.sparse_grads();
   const double l2 = options_.weight_decay;
   const std::vector<Parameter*> all = params_.all();
-  if (l2 > 0.0)  // decay makes a gradient dense
-    for (const Parameter* p : all)
-      if (p->decay) sparse_.erase(p->name);
   sums_.reserve(std::max<size_t>(all.size(), 1) * sizeof(double));
   auto* sums = static_cast<double*>(sums_.data());
   for (size_t k = 0; k < all.size(); ++k) {
@@ -101,23 +84,25 @@ StepResult Trainer::device_step(const GraphBatch& batch) {
   device.download(host_sums_.data(), sums, all.size() * sizeof(double));
   double sq = 0.0;
   for (double v : host_sums_) sq += v;
-  r.grad_norm = std::sqrt(sq);
+  const double norm = std::sqrt(sq);
   const double clip = options_.clip_norm;
-  const double scale = clip > 0.0 && std::isfinite(r.grad_norm) && r.grad_norm > clip ? clip / r.grad_norm : 1.0;
+  const double scale = clip > 0.0 && std::isfinite(norm) && norm > clip ? clip / norm : 1.0;
   optimizer_->step(store, &sparse_, l2, scale, host_sums_);
   store.zero_grads(sparse_);
-  sparse_valid_ = true;
   if (options_.sync_parameters) store.download_values();
-  ++steps_;
-  return r;
+  return norm;
 }
 
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
-  if (on_device_) return device_step(batch);
   // After a completed step only the rows the last backward touched can be
   // nonzero in row-sparse gradients (embeddings); otherwise zero densely.
-  params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+  // On the device a completed step leaves them zero.
+  if (!on_device_) {
+    params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+  } else if (!sparse_valid_) {
+    executor_.param_store().zero_grads({});
+  }
   sparse_valid_ = false;
   executor_.forward(batch, Mode::train);
   StepResult r;
@@ -127,16 +112,20 @@ StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_,
               "; no parameter was updated. Lower the learning rate or enable clip_norm");
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
-  executor_.backward(loss_, seed);
+  executor_.backward(loss_, seed);  // on the device the gradients stay there (resident store)
   sparse_ = executor_.sparse_grads();
   if (options_.weight_decay > 0.0)  // decay makes a gradient dense
     for (const Parameter* p : params_.all())
       if (p->decay) sparse_.erase(p->name);
-  add_weight_decay(params_, options_.weight_decay);
-  r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
-                                         : global_grad_norm(params_, &sparse_);
-  optimizer_->step(params_, &sparse_);
-  if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
+  if (on_device_) {
+    r.grad_norm = device_update();
+  } else {
+    add_weight_decay(params_, options_.weight_decay);
+    r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
+                                           : global_grad_norm(params_, &sparse_);
+    optimizer_->step(params_, &sparse_);
+    if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
+  }
   sparse_valid_ = true;
   ++steps_;
   return r;

@@ -126,7 +126,7 @@ class Trainer {
   Buffer sums_;               // on the device: each parameter's sum of squares (Backend::sum_squares)
   std::vector<double> host_sums_;
 
-  StepResult device_step(const GraphBatch& batch);
+  double device_update();  // step() after backward, on the device; returns the gradient norm
 };
 
 }  // namespace sylva

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "sylva/backend/cnn.h"
+#include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 
@@ -138,19 +139,6 @@ TEST(ConvMerge, RefusesWhatWouldChangeAResult) {
   EXPECT_CONTAINS(why, "groups 1");
 }
 
-// Merged stages are cheap, others cost their longest group: IOS-Both merges what it can.
-struct MergeFriendly : ios::StageCostModel {
-  explicit MergeFriendly(ProfilingCost& p) : rule(p) {}
-  double latency(const ios::OpDag&, const ios::Stage& st) override {
-    if (st.kind == ios::Stage::Kind::merged) return 0.5;
-    int longest = 0;
-    for (ios::OpSet gr : st.groups) longest = std::max(longest, std::popcount(gr));
-    return longest;
-  }
-  bool mergeable(const ios::OpDag& dag, ios::OpSet ops) override { return rule.mergeable(dag, ops); }
-  ProfilingCost& rule;
-};
-
 TEST(ConvMerge, PlansWithMergedStagesGiveTheResultsOfRunningSequentially) {
   test::TempDir dir;
   for (const char* text : {test::kTinyCnnGraph, kMergeGraph}) {
@@ -161,7 +149,8 @@ TEST(ConvMerge, PlansWithMergedStagesGiveTheResultsOfRunningSequentially) {
       planned.run(g.blocks[0].enter);
       for (const ios::BlockPart& part : ios::block_parts(g.blocks[0])) {
         ProfilingCost rule(planned, g.blocks[0], part, 2);
-        MergeFriendly cost(rule);
+        test::SideBySide cost;
+        cost.rule = &rule;
         const ios::StagePlan plan = ios::schedule(part.dag, cost, {ios::Variant::both, 0, 0});
         const auto merged = std::count_if(plan.stages.begin(), plan.stages.end(),
                                           [](const ios::Stage& st) { return st.kind == ios::Stage::Kind::merged; });

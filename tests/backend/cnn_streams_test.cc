@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../src/backend/cnn_ops.h"
+#include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/backend/cnn.h"
@@ -88,19 +89,6 @@ class LaneSim final : public CnnOps {
   std::vector<std::function<void()>> queues_[8];
 };
 
-// Concurrent stages cost their longest group (so plans run groups side by
-// side); merged stages, where allowed, cost little.
-struct SideBySide : ios::StageCostModel {
-  double latency(const ios::OpDag&, const ios::Stage& st) override {
-    if (st.kind == ios::Stage::Kind::merged) return 0.5;
-    int longest = 0;
-    for (ios::OpSet g : st.groups) longest = std::max(longest, std::popcount(g));
-    return longest;
-  }
-  bool mergeable(const ios::OpDag& dag, ios::OpSet ops) override { return rule && rule->mergeable(dag, ops); }
-  ProfilingCost* rule = nullptr;
-};
-
 TEST(CnnStreams, PlansOnLanesRunningOutOfStepGiveTheSequentialResults) {
   test::TempDir dir;
   for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
@@ -117,7 +105,7 @@ TEST(CnnStreams, PlansOnLanesRunningOutOfStepGiveTheSequentialResults) {
         size_t concurrent = 0;
         for (const ios::BlockPart& part : ios::block_parts(g.blocks[0])) {
           ProfilingCost rule(planned, g.blocks[0], part, 1);
-          SideBySide cost;
+          test::SideBySide cost;
           if (merge) cost.rule = &rule;
           const ios::StagePlan plan =
               ios::schedule(part.dag, cost, {merge ? ios::Variant::both : ios::Variant::parallel, 3, 8});

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 
+#include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 
@@ -61,16 +62,6 @@ TEST(CnnOps, ElementTermsByHand) {
   }
 }
 
-// Stages cost their longest group: IOS then runs independent operators side by side.
-struct LongestGroup : ios::StageCostModel {
-  double latency(const ios::OpDag&, const ios::Stage& st) override {
-    int longest = 0;
-    for (ios::OpSet g : st.groups) longest = std::max(longest, std::popcount(g));
-    return longest;
-  }
-  bool mergeable(const ios::OpDag&, ios::OpSet) override { return false; }
-};
-
 TEST(CnnPlans, AnIosPlanGivesTheResultsOfRunningSequentially) {
   test::TempDir dir;
   for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
@@ -79,7 +70,7 @@ TEST(CnnPlans, AnIosPlanGivesTheResultsOfRunningSequentially) {
     seq.run_all();
     planned.run(g.blocks[0].enter);  // the block's input (a placeholder needs nothing)
     for (const ios::BlockPart& part : ios::block_parts(g.blocks[0])) {
-      LongestGroup cost;
+      test::SideBySide cost;
       const ios::StagePlan plan = ios::schedule(part.dag, cost, {ios::Variant::parallel, 3, 8});
       EXPECT_LT(plan.stages.size(), static_cast<size_t>(part.dag.size())) << "some stage runs groups side by side";
       run_plan(planned, g.blocks[0], part, plan, 2);

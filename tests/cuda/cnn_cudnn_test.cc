@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "gpu.h"
+#include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/backend/cnn.h"
@@ -46,19 +47,6 @@ TEST_F(CudnnCnn, MatchesTheReferenceOnEveryOp) {
   }
 }
 
-// Concurrent stages cost their longest group, merged ones little: the
-// plans have both kinds.
-struct StreamsAndMerges : ios::StageCostModel {
-  double latency(const ios::OpDag&, const ios::Stage& st) override {
-    if (st.kind == ios::Stage::Kind::merged) return 0.5;
-    int longest = 0;
-    for (ios::OpSet g : st.groups) longest = std::max(longest, std::popcount(g));
-    return longest;
-  }
-  bool mergeable(const ios::OpDag& dag, ios::OpSet ops) override { return rule && rule->mergeable(dag, ops); }
-  ProfilingCost* rule = nullptr;  // what the runner can merge; null: nothing
-};
-
 TEST_F(CudnnCnn, PlansWithStreamsAndMergedStagesGiveTheSequentialResults) {
   for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
     const CnnGraph g = ios::read_ios_graph(dir.file("g.json", text));
@@ -70,7 +58,7 @@ TEST_F(CudnnCnn, PlansWithStreamsAndMergedStagesGiveTheSequentialResults) {
       size_t concurrent = 0, merged = 0;
       for (const ios::BlockPart& part : ios::block_parts(g.blocks[0])) {
         ProfilingCost rule(planned, g.blocks[0], part, 1);
-        StreamsAndMerges cost;
+        test::SideBySide cost;
         if (merge) cost.rule = &rule;
         const ios::StagePlan plan =
             ios::schedule(part.dag, cost, {merge ? ios::Variant::both : ios::Variant::parallel, 3, 8});

@@ -22,13 +22,6 @@
 #include "cuda_check.h"
 #include "sylva/backend/backend.h"
 
-#define SYLVA_CUDNN_CHECK(expr)                                                                                    \
-  do {                                                                                                             \
-    const cudnnStatus_t sylva_err_ = (expr);                                                                       \
-    SYLVA_CHECK(sylva_err_ == CUDNN_STATUS_SUCCESS, "[cudnn] ", #expr, " failed at ", __FILE__, ":", __LINE__,     \
-                ": ", cudnnGetErrorString(sylva_err_));                                                            \
-  } while (0)
-
 namespace sylva::cnn {
 namespace {
 

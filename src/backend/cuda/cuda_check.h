@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <cudnn.h>
 #include <cuda_runtime.h>
 #include <nvrtc.h>
 
@@ -28,4 +29,11 @@
     const nvrtcResult sylva_err_ = (expr);                                                                         \
     SYLVA_CHECK(sylva_err_ == NVRTC_SUCCESS, "[nvrtc] ", #expr, " failed at ", __FILE__, ":", __LINE__, ": ",      \
                 nvrtcGetErrorString(sylva_err_));                                                                  \
+  } while (0)
+
+#define SYLVA_CUDNN_CHECK(expr)                                                                                    \
+  do {                                                                                                             \
+    const cudnnStatus_t sylva_err_ = (expr);                                                                       \
+    SYLVA_CHECK(sylva_err_ == CUDNN_STATUS_SUCCESS, "[cudnn] ", #expr, " failed at ", __FILE__, ":", __LINE__,     \
+                ": ", cudnnGetErrorString(sylva_err_));                                                            \
   } while (0)

@@ -6,13 +6,6 @@
 
 namespace sylva {
 
-namespace {
-MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
-MatView view_in(Buffer& b, const Tensor& like) {
-  return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
-}
-}  // namespace
-
 ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
   auto it = copies_.find(name);
   if (it != copies_.end()) return it->second;
@@ -24,24 +17,24 @@ ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
 }
 
 MatView ParamStore::value(const std::string& name) {
-  if (host_) return view_of(params_[name].value);
+  if (host_) return mat_view(params_[name].value);
   std::lock_guard<std::mutex> lock(mutex_);
   Copy& c = copy_of(name);
-  return view_in(c.value, c.param->value);
+  return mat_view(c.value, c.param->value);
 }
 
 MatView ParamStore::grad(const std::string& name) {
-  if (host_) return view_of(params_[name].grad);
+  if (host_) return mat_view(params_[name].grad);
   std::lock_guard<std::mutex> lock(mutex_);
   Copy& c = copy_of(name);
   const Tensor& g = c.param->grad;
   if (!c.grad_ready) {
     c.grad.reserve(std::max<size_t>(g.nbytes(), 1));
-    backend_.fill_zero(view_in(c.grad, g));
+    backend_.fill_zero(mat_view(c.grad, g));
     c.grad_ready = true;
   }
   c.grad_dirty = true;
-  return view_in(c.grad, g);
+  return mat_view(c.grad, g);
 }
 
 void ParamStore::upload_values() {
@@ -63,7 +56,7 @@ void ParamStore::upload_values() {
     // Just the changed rows: packed on the host, one upload, scattered on the device.
     const std::vector<int32_t>& rows = it->second;
     if (rows.empty()) continue;
-    const MatView device = view_in(c.value, v);
+    const MatView device = mat_view(c.value, v);
     const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
     const size_t bytes = rows.size() * row_bytes;
     staging_.reserve(bytes);
@@ -112,7 +105,7 @@ void ParamStore::download_values() {
 }
 
 void ParamStore::zero_grad(const std::string& name, Copy& c, const RowSparsity& sparse) {
-  const MatView device = view_in(c.grad, c.param->grad);
+  const MatView device = mat_view(c.grad, c.param->grad);
   auto it = sparse.find(name);
   if (it == sparse.end()) {
     backend_.fill_zero(device);
@@ -136,7 +129,7 @@ void ParamStore::flush_grads(const RowSparsity& sparse) {
   for (auto& [name, c] : copies_) {
     if (!c.grad_dirty) continue;
     Tensor& g = c.param->grad;
-    const MatView device = view_in(c.grad, g);
+    const MatView device = mat_view(c.grad, g);
     const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
     auto it = sparse.find(name);
     if (it == sparse.end()) {  // dense: the whole gradient, then zero it for the next backward

@@ -60,11 +60,6 @@ bool all_finite(const Parameter& p, const RowSparsity* sparse) {
   return finite;
 }
 
-MatView view_of(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
-MatView view_in(Buffer& b, const Tensor& like) {
-  return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
-}
-
 }  // namespace
 
 Optimizer::Optimizer(double lr, std::string_view who) : lr_(lr) { check_non_negative(who, "learning rate", lr); }
@@ -142,12 +137,12 @@ void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
   Backend& cpu = backend_for(Device::cpu());
   for (Parameter* p : all) {
     ParamUpdate u = rule(*p, lr_ * p->lr_scale);
-    u.w = view_of(p->value);
-    u.g = view_of(p->grad);
+    u.w = mat_view(p->value);
+    u.g = mat_view(p->grad);
     if (state_tensors() > 0) {
       std::vector<Tensor>& st = host_state(*p);
-      u.s0 = view_of(st[0]);
-      if (st.size() > 1) u.s1 = view_of(st[1]);
+      u.s0 = mat_view(st[0]);
+      if (st.size() > 1) u.s1 = mat_view(st[1]);
     }
     const std::vector<int32_t>* rows = rows_of(*p, sparse);
     if (rows && rows->empty()) continue;  // a row-sparse gradient with no rows: nothing moves
@@ -201,8 +196,8 @@ void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, do
           st.push_back(std::move(b));
         }
       }
-      u.s0 = view_in(st[0], p->value);
-      if (st.size() > 1) u.s1 = view_in(st[1], p->value);
+      u.s0 = mat_view(st[0], p->value);
+      if (st.size() > 1) u.s1 = mat_view(st[1], p->value);
     }
     const std::vector<int32_t>* rows = rows_of(*p, sparse);
     if (rows && rows->empty()) continue;

@@ -11,6 +11,13 @@
 
 namespace sylva {
 
+/// A tensor as a kernel's [rows, cols] view (host memory).
+inline MatView mat_view(Tensor& t) { return {t.raw(), t.shape().rows(), t.shape().cols(), t.dtype()}; }
+/// A buffer in a backend's memory viewed with `like`'s shape and dtype.
+inline MatView mat_view(Buffer& b, const Tensor& like) {
+  return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
+}
+
 /// On a backend whose memory is the host's (CPU), views of the
 /// ParameterSet's own tensors. On a device (CUDA), copies in the
 /// backend's memory. By default the host is the truth: values are

@@ -111,7 +111,7 @@ struct Executor::Impl {
     preprocess = std::chrono::steady_clock::now() - t0;
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
-    store.upload_values();  // the optimiser changed them on the host
+    store.upload_values();  // a device: what the host changed (everything, unless the store is resident)
     const ir::Graph& g = program.graph();
     for (NodeId id : order) {
       const Node& n = g.node(id);

@@ -49,6 +49,11 @@ ModelDeclarer::ModelDeclarer(const ModelConfig& cfg, ParameterSet& ps, bool dens
     W_.push_back(&ps["W"]);
     b_.push_back(&ps["b"]);
     U_.push_back(cfg.workload == Workload::tree_lstm ? &ps["U"] : nullptr);
+    if (cfg.workload == Workload::tree_lstm && cfg.cell == examples::TreeLstmCell::dynet) {
+      Ufl_ = &ps["Ufl"];
+      Ufr_ = &ps["Ufr"];
+      bf_ = &ps["bf"];
+    }
   }
 }
 
@@ -78,9 +83,12 @@ void check_binary(const InputGraph& s, int32_t v) {
 
 // Tai et al.'s binary Tree-LSTM: g = x·W + [h_l; h_r]·U + b, blocks
 // (i, f_l, f_r, o, u); c = σ(i)⊙tanh(u) + σ(f_l)⊙c_l + σ(f_r)⊙c_r;
-// h = σ(o)⊙tanh(c); a softmax classifier at every labelled vertex.
+// h = σ(o)⊙tanh(c); a softmax classifier at every labelled vertex. The
+// dynet cell: blocks (i, o, u), and f_l = σ(h_l·Uf_l + b_f), f_r likewise.
 void ModelDeclarer::tree_lstm(Graph& g, const InputGraph& s) {
   const int64_t H = cfg_.hidden;
+  const bool tai = cfg_.cell == examples::TreeLstmCell::tai;
+  const int64_t G = tai ? 5 : 3;
   const auto& words = s.ids("words");
   const auto& labels = s.ids("labels");
   for (int32_t v : order_) {
@@ -95,13 +103,18 @@ void ModelDeclarer::tree_lstm(Graph& g, const InputGraph& s) {
       const Expr u = g.matmul(g.concat(hs), *U_[0]);
       gates = gates >= 0 ? g.add(gates, u) : u;
     }
-    if (gates < 0) gates = g.constant(1, 5 * H);
+    if (gates < 0) gates = g.constant(1, G * H);
     gates = g.add_bias(gates, *b_[0]);
-    const Expr i = g.slice(gates, 0, H), fl = g.slice(gates, H, 2 * H), fr = g.slice(gates, 2 * H, 3 * H);
-    const Expr o = g.slice(gates, 3 * H, 4 * H), u = g.slice(gates, 4 * H, 5 * H);
+    const auto block = [&](int64_t k) { return g.slice(gates, k * H, (k + 1) * H); };
+    // The forget gate of child `h` (tai: block k; dynet: σ(h·Uf + b_f)).
+    const auto forget = [&](Expr h, int64_t k, Parameter* Uf) {
+      if (tai) return g.sigmoid(block(k));
+      return g.sigmoid(g.add_bias(g.matmul(h >= 0 ? h : g.constant(1, H), *Uf), *bf_));
+    };
+    const Expr i = block(0), o = block(tai ? 3 : 1), u = block(tai ? 4 : 2);
     Expr c = g.mul(g.sigmoid(i), g.tanh(u));
-    if (cl >= 0 || dense_) c = g.add(c, g.mul(g.sigmoid(fl), cl >= 0 ? cl : g.constant(1, H)));
-    if (cr >= 0 || dense_) c = g.add(c, g.mul(g.sigmoid(fr), cr >= 0 ? cr : g.constant(1, H)));
+    if (cl >= 0 || dense_) c = g.add(c, g.mul(forget(hl, 1, Ufl_), cl >= 0 ? cl : g.constant(1, H)));
+    if (cr >= 0 || dense_) c = g.add(c, g.mul(forget(hr, 2, Ufr_), cr >= 0 ? cr : g.constant(1, H)));
     const Expr h = g.mul(g.sigmoid(o), g.tanh(c));
     h_[static_cast<size_t>(v)] = h;
     c_[static_cast<size_t>(v)] = c;
@@ -184,11 +197,17 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
 }
 
 GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
-    : ps_(ps), backend_(backend_for(o.device)), graph_(ps, backend_), measure_(o.measure_movement) {
+    : ps_(ps), backend_(backend_for(o.device)), graph_(ps, backend_), measure_(o.measure_movement),
+      opt_(make_strategy_optimizer(o, "dynamic-decl")) {
   backend_.set_threads(o.threads);
   // On a device the parameters stay there and gradients are zeroed there, as
   // in a training loop with the optimiser on the device (Sylva's likewise).
   if (!graph_.param_store().on_host()) graph_.param_store().set_resident(true);
+}
+
+void GraphStrategy::update() {
+  SYLVA_CHECK(last_train_, "[bench] ", name(), ": update() after a step without training");
+  host_update(opt_.get(), ps_, touched_, name());
 }
 
 StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train) {

@@ -32,6 +32,7 @@ class ModelDeclarer {
   bool dense_;
   std::vector<Parameter*> W_, U_, b_;  // per LSTM layer; [0] for the trees
   Parameter *E_, *Ws_, *bs_;
+  Parameter *Ufl_ = nullptr, *Ufr_ = nullptr, *bf_ = nullptr;  // Tree-LSTM, dynet cell
   // Per-sample work arrays.
   std::vector<int32_t> order_;
   std::vector<Expr> h_, c_, x_;
@@ -41,11 +42,16 @@ class ModelDeclarer {
 /// minibatch, with the gradient bookkeeping (lookup tables zeroed only on
 /// the rows the previous step touched) shared by every dd-based strategy.
 class GraphStrategy : public Strategy {
+ public:
+  /// The optimiser step over the rows the last backward touched.
+  void update() override;
+
  protected:
   GraphStrategy(ParameterSet& ps, const StrategyOptions& o);
   /// Times declare(graph()) as construction, then forward (and backward).
   template <class Declare>
   StepStats run_step(bool autobatch, bool train, Declare&& declare) {
+    last_train_ = train;
     auto t0 = std::chrono::steady_clock::now();
     graph_.clear();
     declare(graph_);
@@ -60,7 +66,9 @@ class GraphStrategy : public Strategy {
   Graph graph_;
   bool measure_;
   bool first_ = true;
+  bool last_train_ = false;
   RowSparsity touched_;
+  std::unique_ptr<Optimizer> opt_;
 };
 
 /// One step of Zaremba et al.'s LSTM on row blocks: gates = x·W + b, plus

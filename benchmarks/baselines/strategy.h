@@ -14,6 +14,8 @@
 
 #include <sylva/sylva.h>
 
+#include "tree_lstm_model.h"  // examples::TreeLstmCell
+
 namespace sylva::bench {
 
 /// The workloads of the Cavs evaluation.
@@ -38,6 +40,9 @@ struct ModelConfig {
   /// Tree-LSTM and LSTMs, Sylva only: the cell written gate by gate
   /// (examples::TreeLstmConfig::per_gate).
   bool per_gate = false;
+  /// Tree-LSTM: Tai et al.'s cell or the DyNet benchmarks' (see
+  /// examples::TreeLstmCell); every strategy computes the same cell.
+  examples::TreeLstmCell cell = examples::TreeLstmCell::tai;
 };
 
 /// Adds the workload's parameters (same names and layouts as the example
@@ -58,13 +63,19 @@ struct StepStats {
 /// One way of executing a workload. `step` runs a minibatch: the forward
 /// pass, and with `train` the backward pass, leaving d(loss)/d(param) of the
 /// summed loss in the ParameterSet's gradients (zeroed by the strategy
-/// first). It does not update parameters: every strategy's update would be
-/// the same optimiser call, so the benchmark leaves it out.
+/// first; the DyNet strategies keep them in DyNet, see
+/// dynet_strategies.h). `update` then applies the optimiser the strategy
+/// was made with (StrategyOptions::optimizer): the benchmark times step
+/// and update together by a wall clock, since at small batches the update
+/// is much of what a user waits for and systems differ in its cost.
 class Strategy {
  public:
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   virtual StepStats step(std::span<const InputGraph> batch, bool train) = 0;
+  /// One optimiser step from the last step()'s gradients; sylva::Error
+  /// when the strategy was made without an optimizer or cannot run one.
+  virtual void update() { SYLVA_THROW("[bench] strategy ", name(), " has no optimizer update"); }
 };
 
 /// Samples of a workload: SST trees (tree-lstm), PTB sentence chains
@@ -100,6 +111,12 @@ struct StrategyOptions {
   bool fusion = true;
   bool streaming = true;
   bool ios = true;
+  /// The update after each training step: "none" (step() only), "sgd",
+  /// "adagrad" or "adam", at learning rate `lr`. Every strategy runs its
+  /// system's own optimiser: Sylva's for sylva, dynamic-decl and padded;
+  /// DyNet's trainers for dynet (Adam dense, as Sylva's).
+  std::string optimizer = "none";
+  double lr = 0.001;
 };
 
 /// "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",

@@ -22,7 +22,7 @@ struct SylvaModel {
       case Workload::tree_lstm:
         tree_lstm.emplace(ps, examples::TreeLstmConfig{.vocab = c.vocab, .dim = c.embed, .hidden = c.hidden,
                                                        .classes = c.classes, .dropout = 0.0, .dtype = c.dtype,
-                                                       .per_gate = c.per_gate});
+                                                       .per_gate = c.per_gate, .cell = c.cell});
         program = &tree_lstm->program;
         loss = tree_lstm->loss;
         break;
@@ -50,7 +50,8 @@ class SylvaStrategy final : public Strategy {
             {.policy = policy, .device = o.device, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
              .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching,
              .fusion = o.fusion, .streaming = o.streaming, .ios = o.ios}),
-        name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement) {
+        name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement),
+        opt_(make_strategy_optimizer(o, name_)) {
     if (measure_) ex_.set_observer(profiler_.observer());
     // On a device the parameters stay there and gradients are zeroed there, as
     // the Trainer does with its optimiser on the device (the baselines likewise).
@@ -58,6 +59,8 @@ class SylvaStrategy final : public Strategy {
   }
 
   std::string name() const override { return name_; }
+
+  void update() override { host_update(opt_.get(), ps_, ex_.sparse_grads(), name_); }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
     StepStats s;
@@ -92,6 +95,7 @@ class SylvaStrategy final : public Strategy {
   Executor ex_;
   std::string name_;
   bool measure_ = false;
+  std::unique_ptr<Optimizer> opt_;
   bool first_ = true;
 };
 

@@ -1,6 +1,7 @@
 // Workload names, parameters and samples shared by every strategy.
 #include <random>
 
+#include "example_util.h"
 #include "lstm_lm.h"
 #include "ptb.h"
 #include "tree_fc_model.h"
@@ -30,7 +31,7 @@ void add_params(ParameterSet& ps, const ModelConfig& c) {
   switch (c.workload) {
     case Workload::tree_lstm:
       examples::add_tree_lstm_params(ps, {.vocab = c.vocab, .dim = c.embed, .hidden = c.hidden, .classes = c.classes,
-                                          .dtype = c.dtype});
+                                          .dtype = c.dtype, .cell = c.cell});
       return;
     case Workload::var_lstm: case Workload::fixed_lstm:
       examples::add_lstm_lm_params(ps, {.vocab = c.vocab, .embed = c.embed, .hidden = c.hidden, .layers = c.layers,
@@ -61,6 +62,18 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
   if (name == "padded") return make_padded_strategy(cfg, ps, options);
   SYLVA_THROW("[bench] unknown strategy '", name, "' (built in: sylva, sylva-serial, dynamic-decl, "
               "dynamic-decl-autobatch, dynamic-decl-autobatch-dense, padded; libtorch-* need a build with libtorch)");
+}
+
+std::unique_ptr<Optimizer> make_strategy_optimizer(const StrategyOptions& o, const std::string& who) {
+  if (o.optimizer == "none") return nullptr;
+  SYLVA_CHECK(o.device.kind == DeviceKind::cpu, "[bench] ", who, ": --optimizer runs on the CPU only for now, not on ",
+              o.device.str(), " (use --optimizer none there)");
+  return examples::make_optimizer(o.optimizer, o.lr, who);
+}
+
+void host_update(Optimizer* opt, ParameterSet& ps, const RowSparsity& sparse, const std::string& who) {
+  SYLVA_CHECK(opt != nullptr, "[bench] strategy ", who, " was made without an optimizer (--optimizer none)");
+  opt->step(ps, &sparse);
 }
 
 namespace {

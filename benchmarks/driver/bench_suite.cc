@@ -5,8 +5,17 @@
 // table on stdout and as CSV / JSON (scripts/plot_benchmarks.py turns the
 // CSV into docs/benchmarks.md's figures and tables).
 //
-//   bench_suite --workload tree-lstm --strategies sylva,dynamic-decl-autobatch
-//               --batch 1,16,64 --hidden 150 --repeats 3 --csv out.csv
+// Throughput is timed by a wall clock around each whole training step:
+// forward, backward and, with --optimizer, the update (each system's own
+// optimiser). Strategies are interleaved: every strategy is made once per
+// hidden size with its own copy of the initial parameters, and the repeats
+// of a configuration go round the strategies (s1, s2, …, s1, s2, …), each
+// running the same minibatches in the same order, so slow drifts of a
+// shared machine fall on all of them. Pin the process to cores with
+// taskset: the header says how many cores it may use.
+//
+//   taskset -c 0 bench_suite --workload tree-lstm --strategies sylva,dynet-autobatch
+//               --batch 1,16,64 --hidden 128 --embed 128 --optimizer adam --repeats 3 --csv out.csv
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <malloc.h>
@@ -21,6 +30,9 @@
 #include "strategy.h"
 #if SYLVA_HAVE_TORCH
 #include "torch_strategies.h"
+#endif
+#if SYLVA_HAVE_DYNET
+#include "dynet_strategies.h"
 #endif
 
 namespace {
@@ -54,7 +66,12 @@ struct Options {
   bool list = false;
   bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false;
   bool projection_in_cell = false, per_gate = false, no_ios = false;
+  std::string cell = "tai";
+  std::string optimizer = "none";
+  double lr = 0.001;
+  int dynet_mem = 1024;
 };
+
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0.0;
@@ -90,10 +107,11 @@ struct Row {
   std::string workload, strategy, mode, unit, sweep;
   int64_t batch = 0, hidden = 0, leaves = 0;
   int threads = 1, repeats = 0;
-  std::string device = "cpu";
+  std::string device = "cpu", optimizer = "none";
   double samples_per_s = 0, samples_min = 0, samples_max = 0;
   double units_per_s = 0, units_min = 0, units_max = 0;
   double build_s = 0, compute_s = 0, movement_s = -1, build_share = 0, movement_share = -1;
+  double update_s = 0, step_s = 0;  // medians: the optimiser update, and the whole step by wall clock
   int64_t kernels = -1;
   double peak_rss_mb = 0, epoch_s = -1, epoch_compute_s = -1, loss = 0;
 };
@@ -101,7 +119,7 @@ struct Row {
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -111,7 +129,7 @@ std::string csv_line(const Row& r) {
     << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
     << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
-    << r.device;
+    << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer;
   return o.str();
 }
 
@@ -123,12 +141,22 @@ nlohmann::json to_json(const Row& r) {
           {"units_per_s_max", r.units_max}, {"unit", r.unit}, {"build_s", r.build_s}, {"compute_s", r.compute_s},
           {"movement_s", r.movement_s}, {"build_share", r.build_share}, {"movement_share", r.movement_share},
           {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
-          {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device}};
+          {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device},
+          {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer}};
+}
+
+StrategyOptions strategy_options(const Options& o) {
+  return {.threads = o.threads, .device = Device::parse(o.device), .measure_movement = o.measure_movement,
+          .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager,
+          .fusion = !o.no_fusion, .streaming = !o.no_streaming, .ios = !o.no_ios, .optimizer = o.optimizer,
+          .lr = o.lr};
 }
 
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {
   if (name.rfind("libtorch", 0) == 0) {
     SYLVA_CHECK(o.device == "cpu", "[bench] the libtorch strategies run on the CPU only, not --device ", o.device);
+    SYLVA_CHECK(o.optimizer == "none", "[bench] the libtorch strategies have no optimizer update; use --optimizer none");
+    SYLVA_CHECK(cfg.cell == examples::TreeLstmCell::tai, "[bench] the libtorch strategies compute the tai cell only");
 #if SYLVA_HAVE_TORCH
     SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
                 "[bench] --projection-in-cell and --per-gate apply to the sylva strategies only");
@@ -137,12 +165,15 @@ std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, 
     SYLVA_THROW("[bench] strategy '", name, "' needs libtorch: apt-get install libtorch-dev and reconfigure");
 #endif
   }
-  return make_builtin_strategy(name, cfg, ps,
-                               {.threads = o.threads, .device = Device::parse(o.device),
-                                .measure_movement = o.measure_movement,
-                                .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy,
-                                .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
-                                .streaming = !o.no_streaming, .ios = !o.no_ios});
+  if (name.rfind("dynet", 0) == 0) {
+#if SYLVA_HAVE_DYNET
+    return make_dynet_strategy(name, cfg, ps, strategy_options(o));
+#else
+    SYLVA_THROW("[bench] strategy '", name, "' needs DyNet: bash ../shared/peers/build_dynet.sh, then configure with "
+                "-DSYLVA_DYNET_DIR=<its build directory>");
+#endif
+  }
+  return make_builtin_strategy(name, cfg, ps, strategy_options(o));
 }
 
 std::vector<std::string> available(Workload w) {
@@ -150,61 +181,106 @@ std::vector<std::string> available(Workload w) {
 #if SYLVA_HAVE_TORCH
   for (const std::string& t : torch_strategy_names(w)) names.push_back(t);
 #endif
+#if SYLVA_HAVE_DYNET
+  for (const std::string& t : dynet_strategy_names(w)) names.push_back(t);
+#endif
   return names;
 }
 
-// Runs one (strategy, batch, mode) configuration: warm-up minibatches, then
-// `repeats` timed runs of at least min_time seconds (and one minibatch) each.
-Row measure(Strategy& s, const std::vector<InputGraph>& samples, int64_t batch, bool train, bool per_sample_units,
-            const Options& o, size_t& cursor) {
-  Row r;
-  const auto next_batch = [&]() {
-    if (cursor + static_cast<size_t>(batch) > samples.size()) cursor = 0;
-    std::span<const InputGraph> b(samples.data() + cursor, static_cast<size_t>(batch));
-    cursor += static_cast<size_t>(batch);
-    return b;
-  };
-  const auto units_of = [&](std::span<const InputGraph> b, bool per_sample) {
-    int64_t n = 0;
-    for (const InputGraph& g : b) n += per_sample ? 1 : g.num_vertices();
-    return n;
-  };
-  for (int i = 0; i < o.warmup; ++i) s.step(next_batch(), train);
-  std::vector<double> sample_rates, unit_rates, builds, computes, moves, losses;
+// One strategy of an interleaved run, with its own parameters (each system
+// updates its own copy) and what its timed minibatches measured.
+struct Contender {
+  std::string name;
+  std::unique_ptr<ParameterSet> ps;
+  std::unique_ptr<Strategy> s;
+  size_t cursor = 0;
+  std::vector<double> sample_rates, unit_rates, builds, computes, moves, updates, steps, losses;
   int64_t kernels = -1;
-  for (int rep = 0; rep < o.repeats; ++rep) {
-    double spent = 0;
-    int64_t n_samples = 0, n_units = 0;
-    do {
-      std::span<const InputGraph> b = next_batch();
-      StepStats st = s.step(b, train);
-      spent += st.build_s + st.compute_s;
-      n_samples += static_cast<int64_t>(b.size());
-      n_units += units_of(b, per_sample_units);
-      builds.push_back(st.build_s);
-      computes.push_back(st.compute_s);
-      moves.push_back(st.movement_s);
-      losses.push_back(st.loss);
-      kernels = st.kernels;
-    } while (spent < o.min_time);
-    sample_rates.push_back(static_cast<double>(n_samples) / spent);
-    unit_rates.push_back(static_cast<double>(n_units) / spent);
+
+  // Forgets the last configuration's measurements; minibatches start at the first sample.
+  void restart() {
+    cursor = 0;
+    for (auto* v : {&sample_rates, &unit_rates, &builds, &computes, &moves, &updates, &steps, &losses}) v->clear();
+    kernels = -1;
   }
-  r.samples_per_s = median(sample_rates);
-  r.samples_min = *std::min_element(sample_rates.begin(), sample_rates.end());
-  r.samples_max = *std::max_element(sample_rates.begin(), sample_rates.end());
-  r.units_per_s = median(unit_rates);
-  r.units_min = *std::min_element(unit_rates.begin(), unit_rates.end());
-  r.units_max = *std::max_element(unit_rates.begin(), unit_rates.end());
-  r.build_s = median(builds);
-  r.compute_s = median(computes);
-  r.movement_s = median(moves) >= 0 ? median(moves) : -1.0;
-  r.build_share = r.build_s / (r.build_s + r.compute_s);
-  r.movement_share = r.movement_s >= 0 ? r.movement_s / r.compute_s : -1.0;
-  r.kernels = kernels;
-  r.loss = median(losses);
-  r.repeats = o.repeats;
-  return r;
+};
+
+// The next minibatch of `batch` samples from `cursor` (wrapping around).
+std::span<const InputGraph> next_batch(const std::vector<InputGraph>& samples, int64_t batch, size_t& cursor) {
+  if (cursor + static_cast<size_t>(batch) > samples.size()) cursor = 0;
+  std::span<const InputGraph> b(samples.data() + cursor, static_cast<size_t>(batch));
+  cursor += static_cast<size_t>(batch);
+  return b;
+}
+
+// One timed repeat of a strategy: minibatches, each a whole step (with
+// `update`, the optimiser too) by wall clock, for at least min_time seconds
+// (and one minibatch).
+void run_repeat(Contender& c, const std::vector<InputGraph>& samples, int64_t batch, bool train, bool update,
+                bool per_sample_units, const Options& o) {
+  double spent = 0;
+  int64_t n_samples = 0, n_units = 0;
+  do {
+    std::span<const InputGraph> b = next_batch(samples, batch, c.cursor);
+    const auto t0 = std::chrono::steady_clock::now();
+    StepStats st = c.s->step(b, train);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (update) c.s->update();
+    const auto t2 = std::chrono::steady_clock::now();
+    const double step_s = std::chrono::duration<double>(t2 - t0).count();
+    spent += step_s;
+    n_samples += static_cast<int64_t>(b.size());
+    for (const InputGraph& g : b) n_units += per_sample_units ? 1 : g.num_vertices();
+    c.builds.push_back(st.build_s);
+    c.computes.push_back(st.compute_s);
+    c.moves.push_back(st.movement_s);
+    c.updates.push_back(std::chrono::duration<double>(t2 - t1).count());
+    c.steps.push_back(step_s);
+    c.losses.push_back(st.loss);
+    c.kernels = st.kernels;
+  } while (spent < o.min_time);
+  c.sample_rates.push_back(static_cast<double>(n_samples) / spent);
+  c.unit_rates.push_back(static_cast<double>(n_units) / spent);
+}
+
+// Runs one (batch, mode) configuration over every contender: warm-up
+// minibatches, then `repeats` rounds, each giving every contender one
+// timed repeat in turn. Every contender starts at the first sample.
+std::vector<Row> measure(std::vector<Contender>& cs, const std::vector<InputGraph>& samples, int64_t batch,
+                         bool train, bool per_sample_units, const Options& o) {
+  const bool update = train && o.optimizer != "none";
+  for (Contender& c : cs) {
+    c.restart();
+    for (int i = 0; i < o.warmup; ++i) {
+      c.s->step(next_batch(samples, batch, c.cursor), train);
+      if (update) c.s->update();
+    }
+  }
+  for (int rep = 0; rep < o.repeats; ++rep)
+    for (Contender& c : cs) run_repeat(c, samples, batch, train, update, per_sample_units, o);
+  std::vector<Row> rows;
+  for (const Contender& c : cs) {
+    Row r;
+    r.samples_per_s = median(c.sample_rates);
+    r.samples_min = *std::min_element(c.sample_rates.begin(), c.sample_rates.end());
+    r.samples_max = *std::max_element(c.sample_rates.begin(), c.sample_rates.end());
+    r.units_per_s = median(c.unit_rates);
+    r.units_min = *std::min_element(c.unit_rates.begin(), c.unit_rates.end());
+    r.units_max = *std::max_element(c.unit_rates.begin(), c.unit_rates.end());
+    r.build_s = median(c.builds);
+    r.compute_s = median(c.computes);
+    r.movement_s = median(c.moves) >= 0 ? median(c.moves) : -1.0;
+    r.update_s = median(c.updates);
+    r.step_s = median(c.steps);
+    r.build_share = r.build_s / (r.build_s + r.compute_s);
+    r.movement_share = r.movement_s >= 0 ? r.movement_s / r.compute_s : -1.0;
+    r.kernels = c.kernels;
+    r.loss = median(c.losses);
+    r.repeats = o.repeats;
+    r.strategy = c.name;
+    rows.push_back(r);
+  }
+  return rows;
 }
 
 int run(const Options& o) {
@@ -234,11 +310,20 @@ int run(const Options& o) {
   }
   nlohmann::json rows = nlohmann::json::array();
   const bool can_reset_rss = reset_peak_rss();
-  std::printf("# bench_suite: %s, strategies %zu, threads %d, repeats %d x >= %.2f s, peak RSS %s\n",
-              o.workload.c_str(), strategies.size(), o.threads, o.repeats, o.min_time,
-              can_reset_rss ? "per configuration" : "per process (clear_refs not allowed)");
-  std::printf("%-11s %-24s %-5s %6s %6s %6s %14s %16s %9s %9s %8s %8s\n", "workload", "strategy", "mode", "batch",
-              "hidden", "leaves", "units/s", "(min-max)", "build ms", "comp ms", "move %", "RSS MB");
+  const examples::TreeLstmCell cell = examples::parse_tree_lstm_cell(o.cell);
+#if SYLVA_HAVE_DYNET
+  for (const std::string& name : strategies)
+    if (name.rfind("dynet", 0) == 0) init_dynet(o.dynet_mem, o.seed);
+#endif
+  std::printf("# bench_suite: %s, strategies %zu (interleaved), threads %d, cores usable %d, repeats %d x >= %.2f s, "
+              "optimizer %s%s, peak RSS %s\n",
+              o.workload.c_str(), strategies.size(), o.threads, usable_cpu_cores(), o.repeats, o.min_time,
+              o.optimizer.c_str(), o.optimizer == "none" ? "" : (" lr " + std::to_string(o.lr)).c_str(),
+              strategies.size() > 1 ? "of all strategies together (run one per process for each one's own)"
+              : can_reset_rss ? "per configuration" : "per process (clear_refs not allowed)");
+  if (w == Workload::tree_lstm) std::printf("# tree-lstm cell: %s\n", o.cell.c_str());
+  std::printf("%-11s %-24s %-5s %6s %6s %6s %14s %16s %9s %9s %9s %8s %8s\n", "workload", "strategy", "mode", "batch",
+              "hidden", "leaves", "units/s", "(min-max)", "build ms", "comp ms", "upd ms", "move %", "RSS MB");
 
   for (int32_t lv : leaves) {
     SampleOptions so{.data_dir = o.data, .leaves = lv, .tree_fc_trees = o.tree_fc_trees, .seed = o.seed};
@@ -254,21 +339,27 @@ int run(const Options& o) {
     for (int64_t h : hiddens) {
       ModelConfig cfg{.workload = w, .vocab = data.vocab, .hidden = h, .classes = data.classes, .layers = o.layers,
                       .dtype = o.float64 ? DType::f64 : DType::f32, .projection_in_cell = o.projection_in_cell,
-                      .per_gate = o.per_gate};
+                      .per_gate = o.per_gate, .cell = cell};
       cfg.embed = o.embed > 0 ? o.embed : w == Workload::tree_lstm ? 300 : h;
-      ParameterSet ps(cfg.dtype, o.seed);
-      add_params(ps, cfg);
+      // Every strategy starts from the same initial values (same seed), in its own copy.
+      std::vector<Contender> cs;
       for (const std::string& name : strategies) {
-        std::unique_ptr<Strategy> s = make(name, cfg, ps, o);
-        for (int64_t b : o.batches) {
-          SYLVA_CHECK(b > 0 && b <= static_cast<int64_t>(samples.size()), "[bench] batch ", b, " needs 1..",
-                      samples.size(), " samples");
-          for (const std::string& mode : modes) {
-            reset_peak_rss();
-            size_t cursor = 0;
-            Row r = measure(*s, samples, b, mode == "train", data.unit == "sentences", o, cursor);
+        Contender c;
+        c.name = name;
+        c.ps = std::make_unique<ParameterSet>(cfg.dtype, o.seed);
+        add_params(*c.ps, cfg);
+        c.s = make(name, cfg, *c.ps, o);
+        cs.push_back(std::move(c));
+      }
+      for (int64_t b : o.batches) {
+        SYLVA_CHECK(b > 0 && b <= static_cast<int64_t>(samples.size()), "[bench] batch ", b, " needs 1..",
+                    samples.size(), " samples");
+        for (const std::string& mode : modes) {
+          reset_peak_rss();
+          std::vector<Row> measured = measure(cs, samples, b, mode == "train", data.unit == "sentences", o);
+          const double rss = peak_rss_mb();
+          for (Row& r : measured) {
             r.workload = o.workload;
-            r.strategy = name;
             r.mode = mode;
             r.unit = data.unit;
             r.sweep = o.sweep;
@@ -277,16 +368,17 @@ int run(const Options& o) {
             r.leaves = lv;
             r.threads = o.threads;
             r.device = o.device;
-            r.peak_rss_mb = peak_rss_mb();
+            r.optimizer = mode == "train" ? o.optimizer : "none";
+            r.peak_rss_mb = rss;
             if (o.estimate_epoch) {
               r.epoch_s = static_cast<double>(total_units) / r.units_per_s;
               if (data.unit == "sentences") r.epoch_s = static_cast<double>(samples.size()) / r.samples_per_s;
-              r.epoch_compute_s = r.epoch_s * r.compute_s / (r.build_s + r.compute_s);
+              r.epoch_compute_s = r.epoch_s * r.compute_s / r.step_s;
             }
-            std::printf("%-11s %-24s %-5s %6lld %6lld %6d %14.1f %7.0f-%-8.0f %9.3f %9.3f %8s %8.0f\n",
-                        r.workload.c_str(), name.c_str(), mode.c_str(), static_cast<long long>(b),
+            std::printf("%-11s %-24s %-5s %6lld %6lld %6d %14.1f %7.0f-%-8.0f %9.3f %9.3f %9.3f %8s %8.0f\n",
+                        r.workload.c_str(), r.strategy.c_str(), mode.c_str(), static_cast<long long>(b),
                         static_cast<long long>(h), lv, r.units_per_s, r.units_min, r.units_max, 1e3 * r.build_s,
-                        1e3 * r.compute_s,
+                        1e3 * r.compute_s, 1e3 * r.update_s,
                         r.movement_share >= 0 ? std::to_string(static_cast<int>(100 * r.movement_share)).c_str()
                                               : "-",
                         r.peak_rss_mb);
@@ -317,7 +409,8 @@ int main(int argc, char** argv) {
   app.add_option("--workload", o.workload, "tree-lstm | var-lstm | fixed-lstm | tree-fc")->capture_default_str();
   app.add_option("--strategies", o.strategies,
                  "comma-separated; default: every strategy available for the workload (sylva, sylva-serial, "
-                 "dynamic-decl, dynamic-decl-autobatch, padded for the LSTMs, libtorch-* when built with libtorch)")
+                 "dynamic-decl, dynamic-decl-autobatch, padded for the LSTMs, libtorch-* when built with libtorch, "
+                 "dynet and dynet-autobatch when built with SYLVA_DYNET_DIR)")
       ->delimiter(',');
   app.add_option("--batch", o.batches, "batch sizes (samples per minibatch), comma-separated")->delimiter(',');
   app.add_option("--hidden", o.hiddens, "hidden sizes; default 150 (tree-lstm), 200 (LSTMs), 256 (tree-fc)")
@@ -356,6 +449,15 @@ int main(int argc, char** argv) {
   app.add_flag("--per-gate", o.per_gate,
                "Tree-LSTM and LSTMs, sylva only: write the cell gate by gate (one matmul per gate; IOS merges them)");
   app.add_flag("--no-ios", o.no_ios, "sylva: run F and its gradient as written, without IOS plans (ablation)");
+  app.add_option("--cell", o.cell, "tree-lstm: tai (Tai et al., five gates) | dynet (the DyNet benchmarks' cell)")
+      ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer,
+                 "none | sgd | adagrad | adam: the update timed with each training step (each system's own)")
+      ->capture_default_str();
+  app.add_option("--lr", o.lr, "learning rate of --optimizer")->capture_default_str();
+  app.add_option("--dynet-mem", o.dynet_mem,
+                 "dynet strategies: MB of DyNet memory pools (its --dynet-mem; too small aborts under autobatching)")
+      ->capture_default_str();
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
   CLI11_PARSE(app, argc, argv);

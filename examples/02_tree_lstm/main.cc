@@ -12,7 +12,7 @@ using namespace sylva::examples;
 
 int main(int argc, char** argv) {
   SentimentTrainOptions o;
-  std::string data, policy = "bfs";
+  std::string data, policy = "bfs", cell = "tai";
   int64_t max_train = 0;
   bool synthetic = false, float64 = false;
   CLI::App app{"Tree-LSTM sentiment classification (Tai et al. 2015) with Sylva"};
@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   app.add_flag("--synthetic", synthetic, "Train on the generated synthetic treebank even if SST exists");
   app.add_option("--dim", o.model.dim, "Word vector size d")->capture_default_str();
   app.add_option("--hidden", o.model.hidden, "Tree-LSTM memory size h")->capture_default_str();
+  app.add_option("--cell", cell, "tai (Tai et al.'s five gates) | dynet (the DyNet benchmarks' cell: three gates, "
+                 "one forget gate per child from its h)")->capture_default_str();
   app.add_option("--batch", o.batch, "Sentences per minibatch")->capture_default_str();
   app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adagrad | adam | sgd")->capture_default_str();
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     o.policy = parse_policy(policy);
+    o.model.cell = parse_tree_lstm_cell(cell);
     o.model.dtype = float64 ? DType::f64 : DType::f32;
     std::vector<std::string> looked;
     std::string sst = synthetic ? "" : find_sst(data, looked);

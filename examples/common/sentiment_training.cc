@@ -44,8 +44,9 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
                   {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads,
                    .device = Device::parse(o.device), .sync_parameters = false});  // synced before each checkpoint
   if (log)
-    std::fprintf(log, "model: d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
-                 static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden), static_cast<long>(ps.numel()),
+    std::fprintf(log, "model: %s cell d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
+                 tree_lstm_cell_name(cfg.cell), static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden),
+                 static_cast<long>(ps.numel()),
                  o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
                  o.threads, o.device.c_str());
 

@@ -1,10 +1,27 @@
 // The binary constituency Tree-LSTM of Tai et al. (2015) with a softmax
-// classifier at every node, as a Sylva vertex function and program.
+// classifier at every node, as a Sylva vertex function and program; and the
+// smaller cell of the DyNet benchmarks (TreeLstmCell::dynet).
 #pragma once
+
+#include <string>
 
 #include <sylva/sylva.h>
 
 namespace sylva::examples {
+
+/// Which Tree-LSTM cell:
+///  - tai: Tai et al.'s binary cell, five gates from x·W + [h_l; h_r]·U + b
+///    (i, f_l, f_r, o, u).
+///  - dynet: the cell of the DyNet benchmarks' treenn: three gates (i, o,
+///    u) from x·W + [h_l; h_r]·U + b, and one forget gate per child from
+///    that child's h alone, f_l = σ(h_l·Uf_l + b_f), f_r = σ(h_r·Uf_r + b_f)
+///    (about a quarter fewer multiply-adds than tai).
+/// At a leaf (no children) and an internal vertex (no word) both compute
+/// exactly what a DyNet user's recursion declares there.
+enum class TreeLstmCell : uint8_t { tai, dynet };
+/// "tai" or "dynet"; sylva::Error naming `name` otherwise.
+TreeLstmCell parse_tree_lstm_cell(const std::string& name);
+const char* tree_lstm_cell_name(TreeLstmCell c);
 
 struct TreeLstmConfig {
   int64_t vocab = 0;     // embedding rows
@@ -20,15 +37,18 @@ struct TreeLstmConfig {
   /// a user who does not stack the gate weights would: IOS merges the ten
   /// matmuls back into two (ExecutorOptions::ios).
   bool per_gate = false;
+  TreeLstmCell cell = TreeLstmCell::tai;
 };
 
-/// Adds the parameters E [vocab, d], W [d, 5h], U [2h, 5h], b [5h],
-/// Ws [h, classes], bs [classes] to `ps`.
+/// Adds the parameters to `ps`: E [vocab, d], Ws [h, classes], bs [classes]
+/// and, for the tai cell, W [d, 5h], U [2h, 5h], b [5h]; for the dynet
+/// cell, W [d, 3h], U [2h, 3h], b [3h], Ufl [h, h], Ufr [h, h], bf [h].
 void add_tree_lstm_params(ParameterSet& ps, const TreeLstmConfig& cfg);
 
-/// The cell: gates = x·W + [h_l; h_r]·U + b split into i, f_l, f_r, o, u;
-/// c = σ(i)⊙tanh(u) + σ(f_l)⊙c_l + σ(f_r)⊙c_r; h = σ(o)⊙tanh(c). Scatters
-/// [h; c] to the parent, pushes h.
+/// The cell (cfg.cell): tai: gates = x·W + [h_l; h_r]·U + b split into i,
+/// f_l, f_r, o, u; c = σ(i)⊙tanh(u) + σ(f_l)⊙c_l + σ(f_r)⊙c_r; dynet: i, o,
+/// u from x·W + [h_l; h_r]·U + b and f_l, f_r as above; then
+/// h = σ(o)⊙tanh(c). Scatters [h; c] to the parent, pushes h.
 VertexFunction tree_lstm_cell(ParameterSet& ps, const TreeLstmConfig& cfg);
 
 /// The whole model over a batch with per-vertex ids "words" (-1 for

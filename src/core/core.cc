@@ -1,8 +1,11 @@
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <thread>
 
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/core/error.h"
@@ -46,6 +49,13 @@ Device Device::parse(const std::string& text) {
   SYLVA_CHECK(!digits.empty() && digits.size() < 5 && digits.find_first_not_of("0123456789") == std::string::npos,
               "[device] '", text, "' is not cpu, cuda or cuda:N");
   return cuda(std::stoi(digits));
+}
+
+int usable_cpu_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 // ---- Buffer --------------------------------------------------------------

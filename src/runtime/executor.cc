@@ -64,14 +64,15 @@ struct Executor::Impl {
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
-  // many GEMM threads as cores, a worker thread only competes with them. A
+  // many GEMM threads as cores this process may use (taskset -c 0 leaves
+  // one), a worker thread only competes with them. A
   // device that takes calls from one thread (CUDA) streams on its second
   // lane instead.
   bool streaming() const {
     if (!options.streaming) return false;
     if (!backend.concurrent_calls()) return backend.lanes() > 1;
     const int gemm_threads = std::max(options.threads, 1);
-    return gemm_threads < static_cast<int>(std::thread::hardware_concurrency());
+    return gemm_threads < usable_cpu_cores();
   }
 
   // Rows of a rowed static value: the batch's vertex count.

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sylva/core/device.h"
 #include "sylva/core/error.h"
 #include "sylva/sched/cosa.h"
 
@@ -189,7 +190,7 @@ SearchResult hybrid_search(const Problem& p, const Arch& a, const Mapspace& ms, 
               o.max_orders);
   SYLVA_CHECK(o.max_samples >= 1, "[cosa hybrid_search] max_samples must be >= 1, got ", o.max_samples);
   const auto t0 = Clock::now();
-  const int n = o.threads > 0 ? o.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int n = o.threads > 0 ? o.threads : usable_cpu_cores();
   const auto deadline = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
   std::vector<Worker> workers;
   workers.reserve(static_cast<size_t>(n));

@@ -128,6 +128,60 @@ INSTANTIATE_TEST_SUITE_P(Workloads, SameAsSylva,
                            return n;
                          });
 
+// The DyNet benchmarks' Tree-LSTM cell: every built-in strategy computes
+// Sylva's loss and gradients.
+TEST(DynetCell, EveryStrategyComputesSylvasLossAndGradients) {
+  ModelConfig cfg = small_config(Workload::tree_lstm);
+  cfg.cell = examples::TreeLstmCell::dynet;
+  ParameterSet ps(DType::f64, 4);
+  add_params(ps, cfg);
+  std::mt19937_64 rng(17);
+  const std::vector<InputGraph> batch = samples_for(Workload::tree_lstm, rng, 6, cfg);
+  const Result want = run("sylva-serial", cfg, ps, batch);
+  ASSERT_GT(want.loss, 0.0);
+  for (const std::string& name : builtin_strategy_names(Workload::tree_lstm))
+    if (name != "sylva-serial") expect_same(want, run(name, cfg, ps, batch), ps, name);
+}
+
+// update() applies StrategyOptions::optimizer: each strategy trains its own
+// copy of the same parameters, and after three steps with updates all the
+// copies are equal (to rounding) and differ from the start.
+TEST(Update, EveryStrategyTakesTheSameOptimiserSteps) {
+  const ModelConfig cfg = small_config(Workload::tree_lstm);
+  std::mt19937_64 rng(19);
+  const std::vector<InputGraph> batch = samples_for(Workload::tree_lstm, rng, 5, cfg);
+  for (const std::string opt : {"adam", "adagrad"}) {
+    SCOPED_TRACE(opt);
+    ParameterSet start(DType::f64, 6);
+    add_params(start, cfg);
+    std::vector<Tensor> want;
+    for (const std::string& name : builtin_strategy_names(Workload::tree_lstm)) {
+      ParameterSet ps(DType::f64, 6);
+      add_params(ps, cfg);
+      auto s = make_builtin_strategy(name, cfg, ps, {.optimizer = opt, .lr = 0.05});
+      for (int step = 0; step < 3; ++step) {
+        s->step(batch, true);
+        s->update();
+      }
+      const std::vector<Parameter*> all = ps.all();
+      for (size_t k = 0; k < all.size(); ++k) {
+        if (want.size() < all.size()) {
+          want.push_back(all[k]->value.clone());
+          EXPECT_GT(relative_error(all[k]->value, start.all()[k]->value), 1e-6) << all[k]->name << " did not move";
+        } else {
+          EXPECT_LE(relative_error(all[k]->value, want[k]), 1e-10) << name << ": " << all[k]->name;
+        }
+      }
+    }
+  }
+  ParameterSet ps(DType::f64, 6);
+  add_params(ps, cfg);
+  EXPECT_CONTAINS(test::error_of([&] { make_builtin_strategy("sylva", cfg, ps, {})->update(); }),
+                  "without an optimizer");
+  EXPECT_CONTAINS(test::error_of([&] { make_builtin_strategy("sylva", cfg, ps, {.optimizer = "lbfgs"}); }),
+                  "unknown optimizer 'lbfgs'");
+}
+
 // Autobatching groups the per-vertex nodes: far fewer kernel calls than
 // nodes, some inputs copied into contiguous blocks, and the same loss.
 TEST(Autobatch, GroupsNodesAndCopiesOnlyWhatIsScattered) {

@@ -20,24 +20,43 @@ struct SmallModel {
   ParameterSet ps{DType::f64, 2};
   TreeLstmModel m;
   GraphBatch b;
-  SmallModel(uint64_t seed, int trees, double dropout)
+  SmallModel(uint64_t seed, int trees, double dropout, TreeLstmCell cell = TreeLstmCell::tai)
       : tb(synthetic_treebank(seed, trees, 1, 1)),
         cfg{.vocab = tb.vocab.size(), .dim = 6, .hidden = 4, .dropout = dropout, .init_scale = 0.5,
-            .dtype = DType::f64},
+            .dtype = DType::f64, .cell = cell},
         m((add_tree_lstm_params(ps, cfg), ps), cfg),
         b(GraphBatch::of(tb.train)) {}
 };
 
 TEST(TreeLstm, WholeModelGradientMatchesFiniteDifferences) {
-  SmallModel s(3, 4, 0.0);
-  ParameterSet& ps = s.ps;
-  TreeLstmModel& m = s.m;
-  const GraphBatch& b = s.b;
-  Executor ex(m.program, ps);
-  ex.forward(b, Mode::train);
-  ps.zero_grad();
-  ex.backward(m.loss);
-  for (Parameter* p : ps.all()) EXPECT_LE(test::finite_difference_error(ex, b, m.loss, *p, 30), 1e-6) << p->name;
+  for (TreeLstmCell cell : {TreeLstmCell::tai, TreeLstmCell::dynet}) {
+    SCOPED_TRACE(tree_lstm_cell_name(cell));
+    SmallModel s(3, 4, 0.0, cell);
+    ParameterSet& ps = s.ps;
+    TreeLstmModel& m = s.m;
+    const GraphBatch& b = s.b;
+    Executor ex(m.program, ps);
+    ex.forward(b, Mode::train);
+    ps.zero_grad();
+    ex.backward(m.loss);
+    for (Parameter* p : ps.all()) EXPECT_LE(test::finite_difference_error(ex, b, m.loss, *p, 30), 1e-6) << p->name;
+  }
+}
+
+TEST(TreeLstm, TheDynetCellHasItsOwnParametersAndBfsEqualsSerial) {
+  SmallModel s(5, 6, 0.0, TreeLstmCell::dynet);
+  EXPECT_EQ(s.ps["W"].value.shape().cols(), 3 * 4);  // i, o, u
+  EXPECT_EQ(s.ps["Ufl"].value.shape().rows(), 4);
+  const test::LossAndGrads bfs = test::loss_and_grads(s.m.program, s.ps, s.b, s.m.loss, BatchingPolicy::Bfs);
+  const test::LossAndGrads serial = test::loss_and_grads(s.m.program, s.ps, s.b, s.m.loss, BatchingPolicy::Serial);
+  EXPECT_NEAR(bfs.loss, serial.loss, 1e-12 * std::abs(serial.loss));
+  for (size_t k = 0; k < bfs.grads.size(); ++k) EXPECT_LE(test::relative_error(bfs.grads[k], serial.grads[k]), 1e-12);
+}
+
+TEST(TreeLstm, CellNames) {
+  EXPECT_EQ(parse_tree_lstm_cell("tai"), TreeLstmCell::tai);
+  EXPECT_EQ(parse_tree_lstm_cell("dynet"), TreeLstmCell::dynet);
+  EXPECT_CONTAINS(test::error_of([] { parse_tree_lstm_cell("gru"); }), "unknown Tree-LSTM cell 'gru'");
 }
 
 TEST(TreeLstm, BfsEqualsSerialWithDropout) {

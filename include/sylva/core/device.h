@@ -19,4 +19,8 @@ struct Device {
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 
+/// CPU cores this process may run on: its affinity mask (what taskset or a
+/// container allows), not every core of the machine; at least 1.
+int usable_cpu_cores();
+
 }  // namespace sylva

@@ -63,7 +63,7 @@ struct RandomOptions {
 SearchResult random_search(const Problem& p, const Arch& a, const Mapspace& ms, const RandomOptions& o = {});
 
 struct HybridOptions {
-  int threads = 0;        // 0: std::thread::hardware_concurrency()
+  int threads = 0;        // 0: usable_cpu_cores()
   int64_t victory = 500;  // a thread stops after this many valid mappings in a row that do not improve its best
   double seconds = 0;     // > 0: every thread also stops when this time budget runs out
   int max_orders = 16;    // loop-order combinations tried per valid tiling; >= 1

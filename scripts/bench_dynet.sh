@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Sylva against the real DyNet on the CPU, side by side in one interleaved
+# run per configuration (docs/benchmarks.md, "Against DyNet"). Builds DyNet
+# from ../shared/peers (about 10 minutes on 2 cores, once) and the release
+# tree with the dynet strategies, then runs bench_suite:
+#   - one core: the whole process pinned with taskset to one core (so Sylva
+#     starts no streaming worker), every strategy --threads 1;
+#   - two cores (TWO_CORES=1): Sylva with --threads 2 on two cores; DyNet's
+#     CPU build uses one whatever it is given.
+# Training steps are timed whole (forward, backward and each system's own
+# optimiser update) by a wall clock.
+#
+#   bash scripts/bench_dynet.sh [results-dir]      (default build/bench-dynet)
+#
+# Environment: WORKLOADS (default "tree-lstm"; also var-lstm, fixed-lstm,
+# tree-fc), CELLS ("tai dynet"), HIDDENS ("128 512"), BATCHES ("1,16,64,256"),
+# OPTIMIZER (adam), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
+# DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
+# TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+out=${1:-build/bench-dynet}
+mkdir -p "$out"
+peers=$(cd .. && pwd)/shared/peers
+dynet_build=${DYNET_BUILD:-/tmp/dynet-build}
+if [[ ! -f $dynet_build/dynet/libdynet.so ]]; then
+  [[ -f $peers/build_dynet.sh ]] || { echo "bench_dynet: no $peers/build_dynet.sh (the DyNet peer)" >&2; exit 1; }
+  bash "$peers/build_dynet.sh" "$dynet_build"
+fi
+bash scripts/install_deps.sh
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_build" > /dev/null
+cmake --build build/release --target bench_suite
+suite=build/release/benchmarks/bench_suite
+
+workloads=${WORKLOADS:-tree-lstm}
+cells=${CELLS:-tai dynet}
+hiddens=${HIDDENS:-128 512}
+batches=${BATCHES:-1,16,64,256}
+repeats=${REPEATS:-3}
+min_time=${MIN_TIME:-1.0}
+if [[ ${QUICK:-0} != 0 ]]; then
+  hiddens=128; batches=1,16; repeats=3; min_time=0.3
+fi
+common=(--optimizer "${OPTIMIZER:-adam}" --lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time"
+        --dynet-mem "${DYNET_MEM:-4096}")
+
+{
+  echo "# bench_dynet $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
+  echo "# cores: $(nproc), memory: $(free -g | awk '/Mem:/{print $2}') GiB"
+  echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+} | tee "$out/machine.txt"
+
+for w in $workloads; do
+  for h in $hiddens; do
+    # The Tree-LSTM's word vectors are as wide as its memory (the DyNet
+    # benchmarks' setting); the LSTMs use embed = hidden by default.
+    sizes=(--hidden "$h" --embed "$h")
+    if [[ $w == tree-lstm ]]; then
+      for cell in $cells; do
+        taskset -c 0 "$suite" --workload "$w" --cell "$cell" --strategies sylva,dynet-autobatch,dynet \
+          --batch "$batches" --threads 1 "${sizes[@]}" "${common[@]}" --sweep "one-core" \
+          --csv "$out/$w-$cell-h$h-1core.csv"
+        if [[ ${TWO_CORES:-0} != 0 ]]; then
+          taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva --batch "$batches" --threads 2 \
+            "${sizes[@]}" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-2core.csv"
+        fi
+      done
+    else
+      taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
+        --batch "$batches" --threads 1 "${sizes[@]}" "${common[@]}" --sweep "one-core" \
+        --csv "$out/$w-h$h-1core.csv"
+    fi
+  done
+done
+echo "bench_dynet: results in $out"

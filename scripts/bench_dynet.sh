@@ -15,7 +15,7 @@
 # Environment: WORKLOADS (default "tree-lstm"; also var-lstm, fixed-lstm,
 # tree-fc), CELLS ("tai dynet"), HIDDENS ("128 512"), BATCHES ("1,16,64,256"),
 # OPTIMIZER (adam), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
-# DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
+# SYLVA_BUILD (the build tree, build/release), DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
 # TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,9 +29,10 @@ if [[ ! -f $dynet_build/dynet/libdynet.so ]]; then
   bash "$peers/build_dynet.sh" "$dynet_build"
 fi
 bash scripts/install_deps.sh
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_build" > /dev/null
-cmake --build build/release --target bench_suite
-suite=build/release/benchmarks/bench_suite
+build=${SYLVA_BUILD:-build/release}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_build" > /dev/null
+cmake --build "$build" --target bench_suite
+suite=$build/benchmarks/bench_suite
 
 workloads=${WORKLOADS:-tree-lstm}
 cells=${CELLS:-tai dynet}

@@ -68,6 +68,11 @@ struct Link {
   Block block;
 };
 
+// A parameter of the model code: its expression in the current graph is
+// made once per graph (as DyNet users do: each parameter(cg, p) is a node
+// that copies the value forward and accumulates its gradient backward).
+using ParamId = int;
+
 class DynetStrategyImpl final : public DynetStrategy {
  public:
   DynetStrategyImpl(std::string name, const ModelConfig& cfg, ParameterSet& ps, bool autobatch,
@@ -100,6 +105,8 @@ class DynetStrategyImpl final : public DynetStrategy {
     dy::autobatch_flag = autobatch_ ? 1 : 0;
     dy::ComputationGraph cg;
     if (lstm_) lstm_->new_graph(cg);
+    exprs_.clear();
+    for (dy::Parameter& p : graph_params_) exprs_.push_back(dy::parameter(cg, p));
     losses_.clear();
     for (const InputGraph& g : batch) declare(cg, g);
     SYLVA_CHECK(!losses_.empty(), "[dynet] a minibatch without a labelled vertex has no loss");
@@ -139,7 +146,7 @@ class DynetStrategyImpl final : public DynetStrategy {
   }
 
  private:
-  dy::Parameter link(ParameterSet& ps, const std::string& name, int64_t first = 0, int64_t n = 0) {
+  ParamId link(ParameterSet& ps, const std::string& name, int64_t first = 0, int64_t n = 0) {
     Block b{&ps[name], first, n};
     SYLVA_CHECK(b.sylva->value.dtype() == DType::f32, "[dynet] parameter ", name, " is ",
                 dtype_name(b.sylva->value.dtype()), "; DyNet computes in float (f32)");
@@ -147,8 +154,11 @@ class DynetStrategyImpl final : public DynetStrategy {
     // writes every element of its gradient.
     dy::Parameter p = add_param(model_, b);
     links_.push_back({p, b});
-    return p;
+    graph_params_.push_back(p);
+    return static_cast<ParamId>(graph_params_.size() - 1);
   }
+  // Parameter k's expression in the current graph.
+  const dy::Expression& P(ParamId k) const { return exprs_[static_cast<size_t>(k)]; }
 
   void make_tree_lstm(ParameterSet& ps) {
     const int64_t H = cfg_.hidden;
@@ -222,10 +232,9 @@ class DynetStrategyImpl final : public DynetStrategy {
   dy::Expression state(dy::ComputationGraph& cg, const std::vector<dy::Expression>& v, int32_t k) const {
     return k >= 0 ? v[static_cast<size_t>(k)] : dy::zeros(cg, {static_cast<unsigned>(cfg_.hidden)});
   }
-  void classify(dy::ComputationGraph& cg, const dy::Expression& h, int32_t label) {
+  void classify(const dy::Expression& h, int32_t label) {
     if (label < 0) return;
-    losses_.push_back(dy::pickneglogsoftmax(
-        dy::affine_transform({dy::parameter(cg, bs_), dy::parameter(cg, Ws_), h}), static_cast<unsigned>(label)));
+    losses_.push_back(dy::pickneglogsoftmax(dy::affine_transform({P(bs_), P(Ws_), h}), static_cast<unsigned>(label)));
   }
 
   void tree_lstm(dy::ComputationGraph& cg, const InputGraph& s) {
@@ -241,10 +250,10 @@ class DynetStrategyImpl final : public DynetStrategy {
       if (word >= 0) x = dy::lookup(cg, E_, static_cast<unsigned>(word));
       if (kids) e = dy::concatenate({state(cg, h_, l), state(cg, h_, r)});
       // gate k: b_k + W_k·x (with a word) + U_k·e (with children)
-      const auto gate = [&](dy::Parameter& b, dy::Parameter& W, dy::Parameter& U) {
-        std::vector<dy::Expression> args{dy::parameter(cg, b)};
-        if (word >= 0) args.insert(args.end(), {dy::parameter(cg, W), x});
-        if (kids) args.insert(args.end(), {dy::parameter(cg, U), e});
+      const auto gate = [&](ParamId b, ParamId W, ParamId U) {
+        std::vector<dy::Expression> args{P(b)};
+        if (word >= 0) args.insert(args.end(), {P(W), x});
+        if (kids) args.insert(args.end(), {P(U), e});
         return dy::affine_transform(args);
       };
       dy::Expression i, o, u, c;
@@ -261,18 +270,17 @@ class DynetStrategyImpl final : public DynetStrategy {
         o = dy::logistic(gate(bg_[1], Wg_[1], Ug_[1]));
         u = dy::tanh(gate(bg_[2], Wg_[2], Ug_[2]));
         c = dy::cmult(i, u);
-        const dy::Expression bf = dy::parameter(cg, bf_);
         if (l >= 0)
-          c = c + dy::cmult(dy::logistic(dy::affine_transform({bf, dy::parameter(cg, UF1_), h_[static_cast<size_t>(l)]})),
+          c = c + dy::cmult(dy::logistic(dy::affine_transform({P(bf_), P(UF1_), h_[static_cast<size_t>(l)]})),
                             c_[static_cast<size_t>(l)]);
         if (r >= 0)
-          c = c + dy::cmult(dy::logistic(dy::affine_transform({bf, dy::parameter(cg, UF2_), h_[static_cast<size_t>(r)]})),
+          c = c + dy::cmult(dy::logistic(dy::affine_transform({P(bf_), P(UF2_), h_[static_cast<size_t>(r)]})),
                             c_[static_cast<size_t>(r)]);
       }
       const dy::Expression h = dy::cmult(o, dy::tanh(c));
       h_[static_cast<size_t>(v)] = h;
       c_[static_cast<size_t>(v)] = c;
-      classify(cg, h, labels[static_cast<size_t>(v)]);
+      classify(h, labels[static_cast<size_t>(v)]);
     }
   }
 
@@ -284,16 +292,15 @@ class DynetStrategyImpl final : public DynetStrategy {
       const int32_t word = words[static_cast<size_t>(v)];
       dy::Expression pre;
       if (l >= 0 || r >= 0)
-        pre = dy::affine_transform({dy::parameter(cg, b_), dy::parameter(cg, W_),
-                                    dy::concatenate({state(cg, h_, l), state(cg, h_, r)})});
+        pre = dy::affine_transform({P(b_), P(W_), dy::concatenate({state(cg, h_, l), state(cg, h_, r)})});
       if (word >= 0) {
         const dy::Expression x = dy::lookup(cg, E_, static_cast<unsigned>(word));
-        pre = pre.pg != nullptr ? pre + x : x + dy::parameter(cg, b_);
+        pre = pre.pg != nullptr ? pre + x : x + P(b_);
       }
-      if (pre.pg == nullptr) pre = dy::parameter(cg, b_);
+      if (pre.pg == nullptr) pre = P(b_);
       const dy::Expression h = dy::rectify(pre);
       h_[static_cast<size_t>(v)] = h;
-      classify(cg, h, labels[static_cast<size_t>(v)]);
+      classify(h, labels[static_cast<size_t>(v)]);
     }
   }
 
@@ -307,7 +314,7 @@ class DynetStrategyImpl final : public DynetStrategy {
       const int32_t word = words[static_cast<size_t>(v)];
       const dy::Expression x = word >= 0 ? dy::lookup(cg, E_, static_cast<unsigned>(word))
                                          : dy::zeros(cg, {static_cast<unsigned>(cfg_.embed)});
-      classify(cg, lstm_->add_input(x), labels[static_cast<size_t>(v)]);
+      classify(lstm_->add_input(x), labels[static_cast<size_t>(v)]);
     }
   }
 
@@ -317,9 +324,11 @@ class DynetStrategyImpl final : public DynetStrategy {
   dy::ParameterCollection model_;
   dy::LookupParameter E_;
   std::string E_name_;
-  dy::Parameter Ws_, bs_, W_, U_, b_;     // tai cell, tree-fc
-  dy::Parameter Wg_[3], Ug_[3], bg_[3];  // dynet cell: i, o, u
-  dy::Parameter UF1_, UF2_, bf_;
+  ParamId Ws_ = -1, bs_ = -1, W_ = -1, U_ = -1, b_ = -1;  // tai cell, tree-fc
+  ParamId Wg_[3] = {-1, -1, -1}, Ug_[3] = {-1, -1, -1}, bg_[3] = {-1, -1, -1};  // dynet cell: i, o, u
+  ParamId UF1_ = -1, UF2_ = -1, bf_ = -1;
+  std::vector<dy::Parameter> graph_params_;  // those the model code reads (ParamId: index)
+  std::vector<dy::Expression> exprs_;       // their expressions in the current graph
   std::optional<dy::VanillaLSTMBuilder> lstm_;
   std::vector<Link> links_;
   std::unique_ptr<dy::Trainer> trainer_;

@@ -9,6 +9,13 @@
 #
 # QUICK=1 runs a small smoke version (few sizes, short repeats; about 10
 # minutes), with its figures in <results-dir>/figures, not docs/figures.
+# Every process is pinned to one core (taskset -c 0), so no strategy gets a
+# second one. The real DyNet joins the strategies where SYLVA_DYNET_DIR (or
+# /tmp/dynet-build) holds a build of ../shared/peers/build_dynet.sh
+# (DYNET_MEM: MB of its pools, default 4096). OPTIMIZER (default none:
+# forward and backward only, as the libtorch strategies have no update)
+# times each system's own optimiser in every step; scripts/bench_dynet.sh
+# runs the whole-step comparison with DyNet.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,9 +37,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   sudo=(); [[ $(id -u) -ne 0 ]] && sudo=(sudo)
   "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release
+dynet_dir=${SYLVA_DYNET_DIR:-}
+[[ -z $dynet_dir && -f /tmp/dynet-build/dynet/libdynet.so ]] && dynet_dir=/tmp/dynet-build
+cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_dir"
 cmake --build build/release --target bench_suite
-suite=build/release/benchmarks/bench_suite
+suite="taskset -c 0 build/release/benchmarks/bench_suite"
 
 if [[ ${QUICK:-0} != 0 ]]; then
   batches="1,16"; big_batch=64; hiddens="64,256"; leaves="32,128"; repeats=2; min_time=0.2; max=512
@@ -42,7 +51,8 @@ else
   repeats=3; min_time=0.5; max=0
   movement_batches="16,64,256"
 fi
-common=(--threads 1 --repeats "$repeats" --min-time "$min_time" --max-samples "$max")
+common=(--threads 1 --repeats "$repeats" --min-time "$min_time" --max-samples "$max"
+        --optimizer "${OPTIMIZER:-none}" --dynet-mem "${DYNET_MEM:-4096}")
 
 {
   echo "# bench_figures $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -58,7 +68,7 @@ focus() {
   local all
   all=$($suite --workload "$1" --list | tr '\n' ' ')
   local pick=()
-  for s in sylva dynamic-decl dynamic-decl-autobatch padded libtorch-levels libtorch-packed; do
+  for s in sylva dynamic-decl dynamic-decl-autobatch padded libtorch-levels libtorch-packed dynet-autobatch; do
     [[ " $all " == *" $s "* ]] && pick+=("$s")
   done
   (IFS=,; echo "${pick[*]}")

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,47 @@ TEST(Optimizer, Float32MatchesFloat64Reference) {
   }
   expect_near(values(p), w, 1e-5);
   EXPECT_EQ(p.value.dtype(), DType::f32);
+}
+
+// With two GEMM threads a large update is split over two OpenMP threads
+// (dense and row-sparse): every element gets the one-thread result exactly,
+// and every element with a gradient moved.
+TEST(Optimizer, TwoThreadsGiveTheOneThreadUpdate) {
+  Backend& cpu = backend_for(Device::cpu());
+  const auto run = [&](int threads, bool sparse_rows) {
+    cpu.set_threads(threads);
+    ParameterSet ps(DType::f32, 3);
+    Parameter& p = ps.add("E", {3000, 100}, Init::uniform(-1, 1));
+    std::mt19937_64 rng(5);
+    std::uniform_real_distribution<double> u(-1, 1);
+    // Dense: a gradient everywhere; row-sparse: on every third row.
+    RowSparsity rows;
+    for (int32_t r = 0; r < 3000; r += sparse_rows ? 3 : 1) rows["E"].push_back(r);
+    const Tensor start = p.value.clone();
+    std::vector<Tensor> out;
+    for (const std::string rule : {"adam", "adagrad"}) {
+      std::unique_ptr<Optimizer> opt;
+      if (rule == "adam") opt = std::make_unique<Adam>(AdamOptions{.lr = 0.01});
+      else opt = std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1});
+      for (int step = 0; step < 2; ++step) {
+        p.grad.fill_zero();
+        for (int32_t r : rows["E"])
+          for (int64_t c = 0; c < 100; ++c) p.grad.set(r * 100 + c, u(rng));
+        opt->step(ps, sparse_rows ? &rows : nullptr);
+      }
+      out.push_back(p.value.clone());
+    }
+    for (int32_t r : rows["E"])
+      for (int64_t c = 0; c < 100; ++c) EXPECT_NE(p.value.at(r * 100 + c), start.at(r * 100 + c));
+    cpu.set_threads(1);
+    return out;
+  };
+  for (bool sparse_rows : {false, true}) {
+    SCOPED_TRACE(sparse_rows ? "row-sparse" : "dense");
+    const std::vector<Tensor> one = run(1, sparse_rows), two = run(2, sparse_rows);
+    ASSERT_EQ(one.size(), two.size());
+    for (size_t k = 0; k < one.size(); ++k) EXPECT_EQ(test::relative_error(one[k], two[k]), 0.0);
+  }
 }
 
 TEST(Optimizer, LrScaleAndSetLearningRate) {

@@ -91,7 +91,7 @@ class CpuBackend final : public Backend {
     if (threads > 0) Eigen::setNbThreads(threads);
   }
 
-  void update_parameter(const ParamUpdate& u) override { cpu::update_parameter(u); }
+  void update_parameter(const ParamUpdate& u) override { cpu::update_parameter(u, Eigen::nbThreads()); }
   void sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows, double* out) override {
     *out = cpu::sum_squares(g, w, decay, rows);
   }

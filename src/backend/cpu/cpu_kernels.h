@@ -19,8 +19,10 @@ void register_loss_kernels(KernelTable& t);
 void run_fused(const FusedProgram& p, std::span<const MatView> in, std::span<const MatView> out, int64_t rows,
                DType dtype);
 
-/// ParamUpdate and the gradients' sum of squares (kernels_optim.cc).
-void update_parameter(const ParamUpdate& u);
+/// ParamUpdate and the gradients' sum of squares (kernels_optim.cc). With
+/// threads > 1 (the backend's GEMM threads), a large update is split over
+/// that many OpenMP threads; the result is the same for any count.
+void update_parameter(const ParamUpdate& u, int threads = 1);
 double sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows);
 
 inline Kernel& slot(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }

@@ -14,7 +14,7 @@
 #
 # Environment: WORKLOADS (default "tree-lstm"; also var-lstm, fixed-lstm,
 # tree-fc), CELLS ("tai dynet"), HIDDENS ("128 512"), BATCHES ("1,16,64,256"),
-# OPTIMIZER (adam), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
+# OPTIMIZERS ("adam": each of adam, adagrad, sgd runs the whole matrix), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
 # SYLVA_BUILD (the build tree, build/release), DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
 # TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats).
 set -euo pipefail
@@ -43,8 +43,7 @@ min_time=${MIN_TIME:-1.0}
 if [[ ${QUICK:-0} != 0 ]]; then
   hiddens=128; batches=1,16; repeats=3; min_time=0.3
 fi
-common=(--optimizer "${OPTIMIZER:-adam}" --lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time"
-        --dynet-mem "${DYNET_MEM:-4096}")
+common=(--lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time" --dynet-mem "${DYNET_MEM:-4096}")
 
 {
   echo "# bench_dynet $(date -u +%Y-%m-%dT%H:%MZ)"
@@ -53,6 +52,7 @@ common=(--optimizer "${OPTIMIZER:-adam}" --lr "${LR:-0.001}" --repeats "$repeats
   echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
 } | tee "$out/machine.txt"
 
+for opt in ${OPTIMIZERS:-adam}; do
 for w in $workloads; do
   for h in $hiddens; do
     # The Tree-LSTM's word vectors are as wide as its memory (the DyNet
@@ -61,18 +61,19 @@ for w in $workloads; do
     if [[ $w == tree-lstm ]]; then
       for cell in $cells; do
         taskset -c 0 "$suite" --workload "$w" --cell "$cell" --strategies sylva,dynet-autobatch,dynet \
-          --batch "$batches" --threads 1 "${sizes[@]}" "${common[@]}" --sweep "one-core" \
-          --csv "$out/$w-$cell-h$h-1core.csv"
+          --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
+          --csv "$out/$w-$cell-h$h-$opt-1core.csv"
         if [[ ${TWO_CORES:-0} != 0 ]]; then
           taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva --batch "$batches" --threads 2 \
-            "${sizes[@]}" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-2core.csv"
+            "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-$opt-2core.csv"
         fi
       done
     else
       taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
-        --batch "$batches" --threads 1 "${sizes[@]}" "${common[@]}" --sweep "one-core" \
-        --csv "$out/$w-h$h-1core.csv"
+        --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
+        --csv "$out/$w-h$h-$opt-1core.csv"
     fi
   done
+done
 done
 echo "bench_dynet: results in $out"

@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Turns scripts/bench_dynet.sh's CSV files into docs/benchmarks.md's
+"Against DyNet" table (markdown on stdout).
+
+  python3 scripts/dynet_table.py build/bench-dynet
+
+One row per (workload, cell, optimizer, hidden, batch): training samples/s of
+Sylva on one core, DyNet with and without autobatching (same process, same
+core, interleaved), Sylva on two cores when measured; each as the median of
+the repeats with their min-max, and the ratio of Sylva's median to DyNet
+autobatch's. The update columns are the medians of the optimiser step alone
+(ms). Reads only the columns bench_suite writes.
+"""
+import csv
+import glob
+import os
+import sys
+
+
+def rows_of(directory):
+    out = []
+    for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
+        cell = "tai" if "-tai-" in os.path.basename(path) else "dynet" if "-dynet-" in os.path.basename(path) else "-"
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                r["cell"] = cell
+                out.append(r)
+    return out
+
+
+def rate(r):
+    return "%.1f (%.0f–%.0f)" % (float(r["samples_per_s"]), float(r["samples_per_s_min"]),
+                                 float(r["samples_per_s_max"]))
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.exit(__doc__)
+    rows = rows_of(argv[1])
+    if not rows:
+        sys.exit("dynet_table: no CSV files in %s" % argv[1])
+    points = {}
+    for r in rows:
+        if r["mode"] != "train":
+            continue
+        key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
+        name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
+        points.setdefault(key, {})[name] = r
+    print("| workload | cell | optimizer | h | batch | Sylva, 1 core | DyNet autobatch | DyNet | "
+          "Sylva / DyNet-ab | Sylva, 2 cores | 2 cores / DyNet-ab | update ms: Sylva, DyNet-ab, Sylva 2c |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for key in sorted(points):
+        p = points[key]
+        s, ab, dn, s2 = p.get("sylva"), p.get("dynet-autobatch"), p.get("dynet"), p.get("sylva 2c")
+
+        def ratio(a, b):
+            return "**%.2f×**" % (float(a["samples_per_s"]) / float(b["samples_per_s"])) if a and b else "–"
+
+        def upd(r):
+            return "%.1f" % (1e3 * float(r["update_s"])) if r else "–"
+
+        print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s, %s, %s |" % (
+            key[0], key[1], key[2], key[3], key[4], rate(s) if s else "–", rate(ab) if ab else "–",
+            rate(dn) if dn else "–", ratio(s, ab), rate(s2) if s2 else "–", ratio(s2, ab), upd(s), upd(ab), upd(s2)))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -16,7 +16,11 @@
 # tree-fc), CELLS ("tai dynet"), HIDDENS ("128 512"), BATCHES ("1,16,64,256"),
 # OPTIMIZERS ("adam": each of adam, adagrad, sgd runs the whole matrix), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
 # SYLVA_BUILD (the build tree, build/release), DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
-# TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats).
+# TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats),
+# MEMORY=1: instead of the throughput matrix, peak resident memory at each
+# hidden size and MEMORY_BATCH (64), each system alone in its own process:
+# Sylva, and DyNet autobatch at the smallest pool (--dynet-mem, searched to
+# 16 MB) that completes the run (a smaller one aborts under autobatching).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +55,38 @@ common=(--lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time" --dynet-
   echo "# cores: $(nproc), memory: $(free -g | awk '/Mem:/{print $2}') GiB"
   echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
 } | tee "$out/machine.txt"
+
+# Peak RSS (MB) of one bench_suite run of strategy $1 with extra args; empty if it failed.
+peak_rss() {
+  local s=$1
+  shift
+  taskset -c 0 "$suite" --workload tree-lstm --strategies "$s" --batch "${MEMORY_BATCH:-64}" --threads 1 \
+    --optimizer "${OPTIMIZERS%% *}" --repeats 1 --min-time 2 --lr "${LR:-0.001}" "$@" 2> /dev/null |
+    awk '$3 == "train" {print $NF}'
+}
+if [[ ${MEMORY:-0} != 0 ]]; then
+  for cell in $cells; do
+    for h in $hiddens; do
+      sylva=$(peak_rss sylva --cell "$cell" --hidden "$h" --embed "$h")
+      lo=16 hi=16
+      while [[ -z $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi") ]]; do
+        lo=$hi hi=$((hi * 2))
+      done
+      while ((hi - lo > 16)); do
+        mid=$(((lo + hi) / 2))
+        if [[ -n $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$mid") ]]; then
+          hi=$mid
+        else
+          lo=$mid
+        fi
+      done
+      dynet=$(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi")
+      echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB;" \
+        "dynet-autobatch smallest pool $hi MB (> $lo fails), peak RSS $dynet MB" | tee -a "$out/memory.txt"
+    done
+  done
+  exit 0
+fi
 
 for opt in ${OPTIMIZERS:-adam}; do
 for w in $workloads; do

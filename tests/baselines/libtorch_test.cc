@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "labelled_samples.h"
 #include "lstm_lm.h"
 #include "support/test_util.h"
 #include "torch_strategies.h"
@@ -22,47 +23,12 @@ namespace {
 constexpr int32_t kVocab = 13;
 constexpr int32_t kClasses = 3;
 
-// Every parameter ~ U(-0.5, 0.5), biases included, so no gradient is
-// trivially zero and no ReLU input sits at 0.
-void randomize(ParameterSet& ps, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-0.5, 0.5);
-  for (Parameter* p : ps.all())
-    for (int64_t i = 0; i < p->value.numel(); ++i) p->value.set(i, u(rng));
-}
+using testing_samples::randomize;
 
-// Random binary trees (words on the leaves) and one hand-built tree with a
-// unary vertex of each kind (absent left slot; a single slot), an internal
-// vertex with a word and a leaf without one; labels on some vertices.
-std::vector<InputGraph> trees(std::mt19937_64& rng) {
-  std::vector<InputGraph> out;
-  for (int i = 0; i < 5; ++i) out.push_back(random_binary_tree(rng, 1 + i * 2, "tree " + std::to_string(i)));
-  out.push_back(InputGraph::from_children({{}, {}, {-1, 0}, {2}, {3, 1}, {}, {4, 5}}, "holes"));
-  std::uniform_int_distribution<int32_t> word(0, kVocab - 1), label(-1, kClasses - 1);
-  for (InputGraph& g : out) {
-    std::vector<int32_t> w(static_cast<size_t>(g.num_vertices())), y(w.size());
-    for (int32_t v = 0; v < g.num_vertices(); ++v) {
-      w[static_cast<size_t>(v)] = g.children(v).empty() ? word(rng) : -1;
-      y[static_cast<size_t>(v)] = label(rng);
-    }
-    if (g.source() == "holes") w[3] = word(rng), w[5] = -1;
-    y.back() = 1;  // every tree has a labelled root
-    g.set_ids("words", std::move(w));
-    g.set_ids("labels", std::move(y));
-  }
-  return out;
-}
+std::vector<InputGraph> trees(std::mt19937_64& rng) { return testing_samples::labelled_trees(rng, kVocab, kClasses); }
 
 std::vector<InputGraph> sentences(std::mt19937_64& rng, std::vector<int32_t> lengths) {
-  std::vector<InputGraph> out = chains(lengths, "sentence");
-  std::uniform_int_distribution<int32_t> word(0, kVocab - 1), label(-1, kVocab - 1);
-  for (InputGraph& g : out) {
-    std::vector<int32_t> w(static_cast<size_t>(g.num_vertices())), y(w.size());
-    for (auto& x : w) x = word(rng);
-    for (auto& x : y) x = label(rng);
-    g.set_ids("words", std::move(w));
-    g.set_ids("labels", std::move(y));
-  }
-  return out;
+  return testing_samples::labelled_sentences(rng, lengths, kVocab);
 }
 
 // Sylva's loss and gradients (the example model over add_params'

@@ -14,6 +14,8 @@
 #
 # Environment: WORKLOADS (default "tree-lstm"; also var-lstm, fixed-lstm,
 # tree-fc), CELLS ("tai dynet"), HIDDENS ("128 512"), BATCHES ("1,16,64,256"),
+# LSTM_SIZES ("128:256:1 200:200:2", embed:hidden:layers), LSTM_BATCHES and
+# TREE_FC_BATCHES ("1,16,64"),
 # OPTIMIZERS ("adam": each of adam, adagrad, sgd runs the whole matrix), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
 # SYLVA_BUILD (the build tree, build/release), DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
 # TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats),
@@ -90,26 +92,38 @@ fi
 
 for opt in ${OPTIMIZERS:-adam}; do
 for w in $workloads; do
-  for h in $hiddens; do
-    # The Tree-LSTM's word vectors are as wide as its memory (the DyNet
-    # benchmarks' setting); the LSTMs use embed = hidden by default.
-    sizes=(--hidden "$h" --embed "$h")
-    if [[ $w == tree-lstm ]]; then
-      for cell in $cells; do
-        taskset -c 0 "$suite" --workload "$w" --cell "$cell" --strategies sylva,dynet-autobatch,dynet \
-          --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
-          --csv "$out/$w-$cell-h$h-$opt-1core.csv"
-        if [[ ${TWO_CORES:-0} != 0 ]]; then
-          taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva --batch "$batches" --threads 2 \
-            "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-$opt-2core.csv"
-        fi
+  case $w in
+    tree-lstm)
+      for h in $hiddens; do
+        # The Tree-LSTM's word vectors are as wide as its memory (the DyNet benchmarks' setting).
+        sizes=(--hidden "$h" --embed "$h")
+        for cell in $cells; do
+          taskset -c 0 "$suite" --workload "$w" --cell "$cell" --strategies sylva,dynet-autobatch,dynet \
+            --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
+            --csv "$out/$w-$cell-h$h-$opt-1core.csv"
+          if [[ ${TWO_CORES:-0} != 0 ]]; then
+            taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva --batch "$batches" --threads 2 \
+              "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-$opt-2core.csv"
+          fi
+        done
       done
-    else
+      ;;
+    var-lstm|fixed-lstm)
+      # embed:hidden:layers (the issue's two language models).
+      for lm in ${LSTM_SIZES:-128:256:1 200:200:2}; do
+        IFS=: read -r e h l <<< "$lm"
+        taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
+          --batch "${LSTM_BATCHES:-1,16,64}" --threads 1 --embed "$e" --hidden "$h" --layers "$l" \
+          --optimizer "$opt" "${common[@]}" --sweep "one-core" --csv "$out/$w-e$e-h$h-l$l-$opt-1core.csv"
+      done
+      ;;
+    tree-fc)
       taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
-        --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
-        --csv "$out/$w-h$h-$opt-1core.csv"
-    fi
-  done
+        --batch "${TREE_FC_BATCHES:-1,16,64}" --threads 1 --optimizer "$opt" "${common[@]}" --sweep "one-core" \
+        --csv "$out/$w-$opt-1core.csv"
+      ;;
+    *) echo "bench_dynet: unknown workload $w" >&2; exit 1 ;;
+  esac
 done
 done
 echo "bench_dynet: results in $out"

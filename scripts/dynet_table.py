@@ -4,12 +4,14 @@
 
   python3 scripts/dynet_table.py build/bench-dynet
 
-One row per (workload, cell, optimizer, hidden, batch): training samples/s of
+One row per (workload, cell or LSTM sizes, optimizer, hidden, batch): training samples/s of
 Sylva on one core, DyNet with and without autobatching (same process, same
 core, interleaved), Sylva on two cores when measured; each as the median of
 the repeats with their min-max, and the ratio of Sylva's median to DyNet
 autobatch's. The update columns are the medians of the optimiser step alone
-(ms). Reads only the columns bench_suite writes.
+(ms); the last column compares with the dynamic-declaration engine on
+Sylva's kernels where it ran (LSTMs, Tree-FC). Reads only the columns
+bench_suite writes.
 """
 import csv
 import glob
@@ -20,7 +22,14 @@ import sys
 def rows_of(directory):
     out = []
     for path in sorted(glob.glob(os.path.join(directory, "*.csv"))):
-        cell = "tai" if "-tai-" in os.path.basename(path) else "dynet" if "-dynet-" in os.path.basename(path) else "-"
+        name = os.path.basename(path)
+        cell = "tai" if "-tai-" in name else "dynet" if "-dynet-" in name else "-"
+        if cell == "-":  # LSTM files name their sizes: e128-h256-l1
+            cell = next((t for t in name.split("-") if t.startswith("e") and t[1:].isdigit()), "-")
+            if cell != "-":
+                parts = name.split("-")
+                i = parts.index(cell)
+                cell = "-".join(parts[i:i + 3])
         with open(path, newline="") as f:
             for r in csv.DictReader(f):
                 r["cell"] = cell
@@ -46,12 +55,14 @@ def main(argv):
         key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
         name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
         points.setdefault(key, {})[name] = r
-    print("| workload | cell | optimizer | h | batch | Sylva, 1 core | DyNet autobatch | DyNet | "
-          "Sylva / DyNet-ab | Sylva, 2 cores | 2 cores / DyNet-ab | update ms: Sylva, DyNet-ab, Sylva 2c |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| workload | cell / sizes | optimizer | h | batch | Sylva, 1 core | DyNet autobatch | DyNet | "
+          "Sylva / DyNet-ab | Sylva, 2 cores | 2 cores / DyNet-ab | update ms: Sylva, DyNet-ab, Sylva 2c | "
+          "Sylva / dynamic-decl-ab |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(points):
         p = points[key]
         s, ab, dn, s2 = p.get("sylva"), p.get("dynet-autobatch"), p.get("dynet"), p.get("sylva 2c")
+        dd = p.get("dynamic-decl-autobatch")
 
         def ratio(a, b):
             return "**%.2f×**" % (float(a["samples_per_s"]) / float(b["samples_per_s"])) if a and b else "–"
@@ -59,9 +70,10 @@ def main(argv):
         def upd(r):
             return "%.1f" % (1e3 * float(r["update_s"])) if r else "–"
 
-        print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s, %s, %s |" % (
+        print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s, %s, %s | %s |" % (
             key[0], key[1], key[2], key[3], key[4], rate(s) if s else "–", rate(ab) if ab else "–",
-            rate(dn) if dn else "–", ratio(s, ab), rate(s2) if s2 else "–", ratio(s2, ab), upd(s), upd(ab), upd(s2)))
+            rate(dn) if dn else "–", ratio(s, ab), rate(s2) if s2 else "–", ratio(s2, ab), upd(s), upd(ab), upd(s2),
+            ratio(s, dd)))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 // core
 #include "sylva/core/buffer.h"
+#include "sylva/core/denormals.h"
 #include "sylva/core/device.h"
 #include "sylva/core/dtype.h"
 #include "sylva/core/dynamic_tensor.h"

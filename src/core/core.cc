@@ -5,8 +5,14 @@
 #include <cstring>
 #include <new>
 #include <numeric>
+#include <atomic>
 #include <thread>
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define SYLVA_HAVE_MXCSR 1
+#endif
 
+#include "sylva/core/denormals.h"
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/core/error.h"
 #include "sylva/core/tensor.h"
@@ -49,6 +55,32 @@ Device Device::parse(const std::string& text) {
   SYLVA_CHECK(!digits.empty() && digits.size() < 5 && digits.find_first_not_of("0123456789") == std::string::npos,
               "[device] '", text, "' is not cpu, cuda or cuda:N");
   return cuda(std::stoi(digits));
+}
+
+// ---- Denormals -----------------------------------------------------------
+
+namespace {
+std::atomic<bool> g_flush_denormals{true};
+}  // namespace
+
+void set_flush_denormals(bool on) { g_flush_denormals.store(on, std::memory_order_relaxed); }
+bool flush_denormals() { return g_flush_denormals.load(std::memory_order_relaxed); }
+
+DenormalScope::DenormalScope() {
+#ifdef SYLVA_HAVE_MXCSR
+  if (!flush_denormals()) return;
+  constexpr unsigned kFtzDaz = 0x8040;  // flush-to-zero (bit 15) and denormals-are-zero (bit 6)
+  saved_ = _mm_getcsr();
+  if ((saved_ & kFtzDaz) == kFtzDaz) return;
+  _mm_setcsr(saved_ | kFtzDaz);
+  active_ = true;
+#endif
+}
+
+DenormalScope::~DenormalScope() {
+#ifdef SYLVA_HAVE_MXCSR
+  if (active_) _mm_setcsr(saved_);
+#endif
 }
 
 int usable_cpu_cores() {

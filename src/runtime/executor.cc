@@ -7,6 +7,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "sylva/core/denormals.h"
 #include "sylva/core/error.h"
 #include "sylva/passes/autodiff.h"
 #include "sylva/sched/ios_ir.h"
@@ -311,7 +312,10 @@ Executor::Executor(const Program& program, ParameterSet& params, ExecutorOptions
 
 Executor::~Executor() = default;
 
-void Executor::forward(const GraphBatch& batch, Mode mode) { impl_->forward(batch, mode); }
+void Executor::forward(const GraphBatch& batch, Mode mode) {
+  DenormalScope flush;  // see sylva/core/denormals.h
+  impl_->forward(batch, mode);
+}
 
 Tensor Executor::value(Symbol s) const {
   SYLVA_CHECK(s.graph() == &impl_->program.graph(), "[executor] symbol is not from this executor's program");
@@ -335,6 +339,7 @@ void Executor::backward(Symbol loss, double seed) {
   SYLVA_CHECK(loss.graph() == &impl_->program.graph(), "[executor] loss is not a symbol of this program");
   SYLVA_CHECK(static_cast<size_t>(loss.id()) < impl_->values.size(),
               "[executor] the loss was added to the program after the last forward(); run forward() again");
+  DenormalScope flush;
   impl_->backward(loss.id(), seed);
 }
 

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "sylva/core/denormals.h"
+
 namespace sylva::detail {
 
 WorkerStream::WorkerStream() : thread_([this] { loop(); }) {}
@@ -62,6 +64,7 @@ void WorkerStream::loop() {
     std::exception_ptr err;
     if (!skip) {
       try {
+        DenormalScope flush;  // as on the thread that queued fn
         fn();
       } catch (...) {
         err = std::current_exception();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "sylva/core/denormals.h"
 #include "sylva/core/error.h"
 
 namespace sylva {
@@ -128,6 +129,7 @@ std::vector<Tensor>& Optimizer::host_state(const Parameter& p) {
 }
 
 void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
+  DenormalScope flush;  // see sylva/core/denormals.h
   std::vector<Parameter*> all = params.all();
   // Validate everything before touching anything, so a failed step is a no-op.
   check_parameters(all);

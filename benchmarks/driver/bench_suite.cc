@@ -60,6 +60,7 @@ struct Options {
   std::string data;
   std::string csv, json;
   int64_t max_samples = 0;
+  int64_t bucket = 0;  // minibatches per length-bucketing window (0: off)
   int64_t tree_fc_trees = 1024;
   uint64_t seed = 1;
   bool float64 = false;
@@ -204,6 +205,34 @@ struct Contender {
     kernels = -1;
   }
 };
+
+// Length bucketing as a TensorFlow user does it for padded batches: the
+// (shuffled) samples are cut into windows of `window` minibatches, each
+// window is sorted by graph size and cut into minibatches, and the order
+// of all minibatches is shuffled. Minibatches then hold graphs of similar
+// size, and padding wastes little. Every strategy of the run sees the
+// result.
+std::vector<InputGraph> bucketed(const std::vector<InputGraph>& samples, int64_t batch, int64_t window,
+                                 uint64_t seed) {
+  const size_t per_window = static_cast<size_t>(batch * window);
+  std::vector<size_t> order(samples.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  for (size_t w = 0; w < order.size(); w += per_window) {
+    const auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), w + per_window));
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(w), end, [&](size_t a, size_t b) {
+      return samples[a].num_vertices() < samples[b].num_vertices();
+    });
+  }
+  std::vector<size_t> batches;
+  for (size_t b = 0; b < order.size(); b += static_cast<size_t>(batch)) batches.push_back(b);
+  std::mt19937_64 rng(seed);
+  std::shuffle(batches.begin(), batches.end(), rng);
+  std::vector<InputGraph> out;
+  out.reserve(samples.size());
+  for (size_t b : batches)
+    for (size_t i = b; i < std::min(order.size(), b + static_cast<size_t>(batch)); ++i) out.push_back(samples[order[i]]);
+  return out;
+}
 
 // The next minibatch of `batch` samples from `cursor` (wrapping around).
 std::span<const InputGraph> next_batch(const std::vector<InputGraph>& samples, int64_t batch, size_t& cursor) {
@@ -356,7 +385,10 @@ int run(const Options& o) {
                     samples.size(), " samples");
         for (const std::string& mode : modes) {
           reset_peak_rss();
-          std::vector<Row> measured = measure(cs, samples, b, mode == "train", data.unit == "sentences", o);
+          std::vector<Row> measured =
+              o.bucket > 0
+                  ? measure(cs, bucketed(samples, b, o.bucket, o.seed), b, mode == "train", data.unit == "sentences", o)
+                  : measure(cs, samples, b, mode == "train", data.unit == "sentences", o);
           const double rss = peak_rss_mb();
           for (Row& r : measured) {
             r.workload = o.workload;
@@ -434,6 +466,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--data", o.data, "directory holding sst/ and ptb/ (default: $SYLVA_DATA or shared/data)");
   app.add_option("--max-samples", o.max_samples, "use only the first N (shuffled) samples");
+  app.add_option("--bucket", o.bucket,
+                 "length bucketing: sort windows of N minibatches by graph size, then shuffle the minibatches "
+                 "(what a TensorFlow user does for padded batches; every strategy sees the same ones; 0 = off)")
+      ->capture_default_str();
   app.add_option("--trees", o.tree_fc_trees, "tree-fc: trees generated per leaves value")->capture_default_str();
   app.add_option("--seed", o.seed, "parameter initialisation and shuffling")->capture_default_str();
   app.add_flag("--float64", o.float64, "run in double precision");

@@ -12,15 +12,12 @@
 #include <optional>
 
 #include "dd_models.h"  // children_first
+#include "strategies_internal.h"  // seconds_since
 
 namespace sylva::bench {
 namespace {
 
 namespace dy = dynet;
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // ---- copies between Sylva's and DyNet's layouts ----
 //
@@ -148,8 +145,6 @@ class DynetStrategyImpl final : public DynetStrategy {
  private:
   ParamId link(ParameterSet& ps, const std::string& name, int64_t first = 0, int64_t n = 0) {
     Block b{&ps[name], first, n};
-    SYLVA_CHECK(b.sylva->value.dtype() == DType::f32, "[dynet] parameter ", name, " is ",
-                dtype_name(b.sylva->value.dtype()), "; DyNet computes in float (f32)");
     // The links of one Sylva parameter cover all of it, so copy_gradients
     // writes every element of its gradient.
     dy::Parameter p = add_param(model_, b);
@@ -187,7 +182,6 @@ class DynetStrategyImpl final : public DynetStrategy {
       const std::string k = std::to_string(l);
       for (auto [dp, name] : {std::pair{p[0], "W" + k}, std::pair{p[1], "U" + k}, std::pair{p[2], "b" + k}}) {
         Block b{&ps[name], 0, 0};
-        SYLVA_CHECK(b.sylva->value.dtype() == DType::f32, "[dynet] parameter ", name, " is not f32");
         copy_block<true>(b, sylva_floats(ps[name].value), dp.get_storage().values.v);
         links_.push_back({dp, b});
       }
@@ -374,7 +368,9 @@ std::unique_ptr<DynetStrategy> make_dynet_strategy(const std::string& name, cons
   SYLVA_CHECK(o.device.kind == DeviceKind::cpu, "[dynet] the DyNet strategies run on the CPU only (DyNet is built "
               "without CUDA here), not on ", o.device.str());
   SYLVA_CHECK(o.threads == 1, "[dynet] DyNet's CPU build runs on one thread; got --threads ", o.threads);
-  SYLVA_CHECK(cfg.dtype == DType::f32, "[dynet] DyNet computes in float: f32 only, not ", dtype_name(cfg.dtype));
+  // Every copy in and out reads the parameters as float.
+  SYLVA_CHECK(cfg.dtype == DType::f32 && ps.dtype() == DType::f32,
+              "[dynet] DyNet computes in float: f32 only, not ", dtype_name(ps.dtype()));
   SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
               "[dynet] projection_in_cell and per_gate are variants of Sylva's model only");
   if (!dynet_init_state()) init_dynet(1024, 1);

@@ -16,9 +16,9 @@
 #include <algorithm>
 #include <map>
 
-#include "sylva/backend/cnn.h"
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
+#include "sylva/graph/cnn.h"
 #include "sylva/sched/ios_graph.h"
 
 using namespace sylva;

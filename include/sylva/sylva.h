@@ -39,7 +39,10 @@
 
 // backend
 #include "sylva/backend/backend.h"
-#include "sylva/backend/cnn.h"
+#include "sylva/backend/cnn_kernels.h"
+
+// graph
+#include "sylva/graph/cnn.h"
 
 // runtime
 #include "sylva/runtime/executor.h"

@@ -3,9 +3,9 @@
 
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
-#include "sylva/backend/cnn.h"
 #include "sylva/backend/backend.h"
 #include "sylva/frontend/program.h"
+#include "sylva/graph/cnn.h"
 #include "sylva/runtime/executor.h"
 
 namespace sylva {

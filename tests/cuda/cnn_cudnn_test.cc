@@ -13,7 +13,7 @@
 #include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
-#include "sylva/backend/cnn.h"
+#include "sylva/graph/cnn.h"
 
 namespace sylva::cnn {
 namespace {

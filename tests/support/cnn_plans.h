@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "sylva/backend/cnn.h"
+#include "sylva/graph/cnn.h"
 #include "sylva/sched/ios.h"
 
 namespace sylva::test {

@@ -171,6 +171,14 @@ class Backend {
   /// backend that takes calls from one thread (concurrent_calls() false).
   virtual int lanes() const { return 1; }
   virtual int set_lane(int lane);
+  /// Asks for at least `n` lanes and returns lanes() (which may stay below
+  /// n): a device whose queues are cheap to add (CUDA: streams) creates the
+  /// missing ones; the default adds none. The IOS CNN runner
+  /// (sylva/graph/cnn.h) gives each group of a concurrent stage a lane.
+  virtual int reserve_lanes(int n) {
+    (void)n;
+    return lanes();
+  }
   /// An event marking the work queued so far on the current lane, to be
   /// waited for once: wait(e) makes work queued later on the current lane
   /// start after it.

@@ -1,5 +1,5 @@
-// The CNN operators on the CPU: oneDNN primitives (created once per node,
-// cached) and naive reference loops, both over host memory.
+// The CNN kernels on the CPU backend: oneDNN primitives (created once per
+// layer key, cached) and naive reference loops, both over host memory.
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <algorithm>
@@ -11,13 +11,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../cnn_ops.h"
+#include "sylva/backend/cnn_kernels.h"
 #include "sylva/core/error.h"
 
 namespace sylva::cnn {
-
-using ios::CnnNode;
-
 namespace {
 
 template <class T>
@@ -31,18 +28,15 @@ T activate_one(Act act, T x) {
   return x;
 }
 
-bool global_pool(const CnnNode& n) { return n.pool_type == "global_max" || n.pool_type == "global_avg"; }
-bool max_pool(const CnnNode& n) { return n.pool_type == "max" || n.pool_type == "global_max"; }
-
 // Pooling; average pooling counts the padding (as PyTorch's default, which
 // the IOS graphs come from).
-void pool_reference(const CnnNode& n, const float* x, Nchw in, float* y) {
-  const bool global = global_pool(n), is_max = max_pool(n);
+void pool_reference(const PoolSpec& n, const float* x, Nchw in, float* y) {
+  const bool global = n.global, is_max = n.max;
   const int64_t H = in.h, W = in.w;
   const int64_t KH = global ? H : n.kernel[0], KW = global ? W : n.kernel[1];
   const int64_t SH = global ? 1 : n.stride[0], SW = global ? 1 : n.stride[1];
   const int64_t PH = global ? 0 : n.padding[0], PW = global ? 0 : n.padding[1];
-  const int64_t OH = n.output_shape[1], OW = n.output_shape[2];
+  const int64_t OH = n.out_h, OW = n.out_w;
   for (int64_t i = 0; i < in.n * in.c; ++i)
     for (int64_t oh = 0; oh < OH; ++oh)
       for (int64_t ow = 0; ow < OW; ++ow) {
@@ -58,7 +52,7 @@ void pool_reference(const CnnNode& n, const float* x, Nchw in, float* y) {
       }
 }
 
-// oneDNN: one engine and one primitive per node, created on first use.
+// oneDNN: one engine and one primitive per layer key, created on first use.
 // Primitives take their scratchpad from the caller (scratchpad_mode::user):
 // oneDNN's own is shared by all primitives, so concurrent groups would
 // overwrite each other's.
@@ -72,9 +66,9 @@ class OneDnn {
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
 
-  Prim conv(const CnnNode& n, Nchw in) {
+  Prim conv(const ConvSpec& n, Nchw in) {
     std::lock_guard<std::mutex> lock(m_);
-    if (auto it = prims_.find(n.name); it != prims_.end()) return it->second;
+    if (auto it = prims_.find(n.key); it != prims_.end()) return it->second;
     const int64_t K = n.out_channels, G = n.groups;
     const dnnl::memory::desc src({in.n, in.c, in.h, in.w}, dt::f32, tag::nchw);
     const dnnl::memory::desc wei = G == 1 ? dnnl::memory::desc({K, in.c, n.kernel[0], n.kernel[1]}, dt::f32,
@@ -82,13 +76,13 @@ class OneDnn {
                                           : dnnl::memory::desc({G, K / G, in.c / G, n.kernel[0], n.kernel[1]},
                                                                dt::f32, tag::goihw);
     const dnnl::memory::desc bias({K}, dt::f32, tag::a);
-    const dnnl::memory::desc dst({in.n, K, n.output_shape[1], n.output_shape[2]}, dt::f32, tag::nchw);
+    const dnnl::memory::desc dst({in.n, K, n.out_h, n.out_w}, dt::f32, tag::nchw);
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                             src, wei, bias, dst, {n.stride[0], n.stride[1]}, {0, 0},
                                             {n.padding[0], n.padding[1]}, {n.padding[0], n.padding[1]});
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    if (const Act act = act_of(n.act); act != Act::identity) {
+    if (const Act act = n.act; act != Act::identity) {
       dnnl::post_ops po;
       const dnnl::algorithm alg = act == Act::relu      ? dnnl::algorithm::eltwise_relu
                                   : act == Act::sigmoid ? dnnl::algorithm::eltwise_logistic
@@ -97,26 +91,26 @@ class OneDnn {
       attr.set_post_ops(po);
     }
     const dnnl::convolution_forward::primitive_desc pd(d, attr, engine_);
-    return prims_.emplace(n.name, Prim{dnnl::convolution_forward(pd), pd.scratchpad_desc()}).first->second;
+    return prims_.emplace(n.key, Prim{dnnl::convolution_forward(pd), pd.scratchpad_desc()}).first->second;
   }
 
-  Prim pool(const CnnNode& n, Nchw in) {
+  Prim pool(const PoolSpec& n, Nchw in) {
     std::lock_guard<std::mutex> lock(m_);
-    if (auto it = prims_.find(n.name); it != prims_.end()) return it->second;
-    const bool global = global_pool(n);
+    if (auto it = prims_.find(n.key); it != prims_.end()) return it->second;
+    const bool global = n.global;
     const dnnl::memory::desc src({in.n, in.c, in.h, in.w}, dt::f32, tag::nchw);
-    const dnnl::memory::desc dst({in.n, in.c, n.output_shape[1], n.output_shape[2]}, dt::f32, tag::nchw);
+    const dnnl::memory::desc dst({in.n, in.c, n.out_h, n.out_w}, dt::f32, tag::nchw);
     const dims kernel = global ? dims{in.h, in.w} : dims{n.kernel[0], n.kernel[1]};
     const dims stride = global ? dims{1, 1} : dims{n.stride[0], n.stride[1]};
     const dims pad = global ? dims{0, 0} : dims{n.padding[0], n.padding[1]};
     const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        max_pool(n) ? dnnl::algorithm::pooling_max
+                                        n.max ? dnnl::algorithm::pooling_max
                                                     : dnnl::algorithm::pooling_avg_include_padding,
                                         src, dst, stride, kernel, pad, pad);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     const dnnl::pooling_forward::primitive_desc pd(d, attr, engine_);
-    return prims_.emplace(n.name, Prim{dnnl::pooling_forward(pd), pd.scratchpad_desc()}).first->second;
+    return prims_.emplace(n.key, Prim{dnnl::pooling_forward(pd), pd.scratchpad_desc()}).first->second;
   }
 
   // Runs a primitive on a stream of this thread (oneDNN streams are not
@@ -139,14 +133,12 @@ class OneDnn {
   std::map<std::string, Prim> prims_;
 };
 
-class CpuCnnOps final : public CnnOps {
+class CpuCnnKernels final : public CnnKernels {
  public:
-  explicit CpuCnnOps(bool reference) {
+  explicit CpuCnnKernels(bool reference) {
     if (!reference) dnnl_ = std::make_unique<OneDnn>();
   }
-  Memory& memory() override { return host_memory(); }
-  void upload(float* dst, const float* src, int64_t count) override { std::copy_n(src, count, dst); }
-  void download(float* dst, const float* src, int64_t count) override { std::copy_n(src, count, dst); }
+  Backend& backend() override { return backend_; }
   void move_channels(const float* x, int64_t x_channels, int64_t x_c0, float* y, int64_t y_channels, int64_t y_c0,
                      int64_t channels, int64_t n, int64_t hw, bool add) override {
     for (int64_t i = 0; i < n; ++i) {
@@ -173,7 +165,7 @@ class CpuCnnOps final : public CnnOps {
         y[i * each + k] = o;
       }
   }
-  void conv(const CnnNode& n, const float* x, Nchw in, const float* w, const float* b, float* y) override {
+  void conv(const ConvSpec& n, const float* x, Nchw in, const float* w, const float* b, float* y) override {
     const int64_t K = n.out_channels, G = n.groups, wsize = K * in.c / G * n.kernel[0] * n.kernel[1];
     if (!dnnl_) {
       std::vector<float> out;
@@ -189,31 +181,32 @@ class CpuCnnOps final : public CnnOps {
     dnnl_->execute(p, {{DNNL_ARG_SRC, dnnl_->wrap({in.n, in.c, in.h, in.w}, x, tag::nchw)},
                        {DNNL_ARG_WEIGHTS, wm},
                        {DNNL_ARG_BIAS, dnnl_->wrap({K}, b, tag::a)},
-                       {DNNL_ARG_DST, dnnl_->wrap({in.n, K, n.output_shape[1], n.output_shape[2]}, y, tag::nchw)}});
+                       {DNNL_ARG_DST, dnnl_->wrap({in.n, K, n.out_h, n.out_w}, y, tag::nchw)}});
   }
-  void pool(const CnnNode& n, const float* x, Nchw in, float* y) override {
+  void pool(const PoolSpec& n, const float* x, Nchw in, float* y) override {
     if (!dnnl_) return pool_reference(n, x, in, y);
     using tag = OneDnn::tag;
     dnnl_->execute(dnnl_->pool(n, in),
                    {{DNNL_ARG_SRC, dnnl_->wrap({in.n, in.c, in.h, in.w}, x, tag::nchw)},
-                    {DNNL_ARG_DST, dnnl_->wrap({in.n, in.c, n.output_shape[1], n.output_shape[2]}, y, tag::nchw)}});
+                    {DNNL_ARG_DST, dnnl_->wrap({in.n, in.c, n.out_h, n.out_w}, y, tag::nchw)}});
   }
 
  private:
+  Backend& backend_ = backend_for(Device::cpu());
   std::unique_ptr<OneDnn> dnnl_;
 };
 
 }  // namespace
 
 template <class T>
-void conv_reference(const CnnNode& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
+void conv_reference(const ConvSpec& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
                     const std::vector<T>& wt, const std::vector<T>& b, std::vector<T>& y) {
-  const int64_t K = n.out_channels, G = n.groups, OH = n.output_shape[1], OW = n.output_shape[2];
+  const int64_t K = n.out_channels, G = n.groups, OH = n.out_h, OW = n.out_w;
   const int64_t KH = n.kernel[0], KW = n.kernel[1], cg = C / G, kg = K / G;
   SYLVA_CHECK(static_cast<int64_t>(x.size()) == N * C * H * W && static_cast<int64_t>(wt.size()) == K * cg * KH * KW &&
                   static_cast<int64_t>(b.size()) == K,
-              "[cnn] conv '", n.name, "': input, weights or bias of the wrong size");
-  const Act act = act_of(n.act);
+              "[cnn] conv '", n.key, "': input, weights or bias of the wrong size");
+  const Act act = n.act;
   y.assign(static_cast<size_t>(N * K * OH * OW), T{0});
   for (int64_t i = 0; i < N; ++i)
     for (int64_t k = 0; k < K; ++k) {
@@ -234,9 +227,9 @@ void conv_reference(const CnnNode& n, const std::vector<T>& x, int64_t N, int64_
     }
 }
 
-template void conv_reference<float>(const CnnNode&, const std::vector<float>&, int64_t, int64_t, int64_t, int64_t,
+template void conv_reference<float>(const ConvSpec&, const std::vector<float>&, int64_t, int64_t, int64_t, int64_t,
                                     const std::vector<float>&, const std::vector<float>&, std::vector<float>&);
-template void conv_reference<double>(const CnnNode&, const std::vector<double>&, int64_t, int64_t, int64_t, int64_t,
+template void conv_reference<double>(const ConvSpec&, const std::vector<double>&, int64_t, int64_t, int64_t, int64_t,
                                      const std::vector<double>&, const std::vector<double>&, std::vector<double>&);
 
 Act act_of(const std::string& name) {
@@ -246,6 +239,6 @@ Act act_of(const std::string& name) {
   return Act::identity;
 }
 
-std::unique_ptr<CnnOps> make_cpu_cnn_ops(bool reference) { return std::make_unique<CpuCnnOps>(reference); }
+std::unique_ptr<CnnKernels> make_cpu_cnn_kernels(bool reference) { return std::make_unique<CpuCnnKernels>(reference); }
 
 }  // namespace sylva::cnn

@@ -1,12 +1,13 @@
 // The CNN operators on the GPU: convolution and pooling through cuDNN,
 // bias with activation, channel slices and element-wise terms through
 // kernels/cuda/cnn.cu. Values live in the CUDA backend's device memory;
-// calls are queued on the current lane's stream and return at once.
-// Concurrent IOS groups each get a lane: a stream with its own cuDNN
-// handle and convolution workspace, forked from lane 0 and joined back
-// with events. Convolutions use FMA math only (no TF32), so results match
-// the CPU's float32 ones to rounding; the algorithm is cuDNN's first
-// heuristic choice that supports that and fits in 1 GiB of workspace.
+// calls are queued on the stream of the backend's current lane
+// (Backend::native_stream()) and return at once. Each lane's stream gets a
+// cuDNN handle and a convolution workspace of its own, made on its first
+// use, so concurrent IOS groups on different lanes share neither.
+// Convolutions use FMA math only (no TF32), so results match the CPU's
+// float32 ones to rounding; the algorithm is cuDNN's first heuristic choice
+// that supports that and fits in 1 GiB of workspace.
 //
 // cuDNN 9 marks this (the "legacy") API deprecated in favour of its graph
 // API; it is still shipped and supported in 9.x.
@@ -15,21 +16,15 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
-#include "../cnn_ops.h"
 #include "cuda/cnn.h"
 #include "cuda_check.h"
-#include "sylva/backend/backend.h"
+#include "sylva/backend/cnn_kernels.h"
 
 namespace sylva::cnn {
 namespace {
 
-using ios::CnnNode;
-
 struct Deleters {
-  void operator()(CUstream_st* s) const { cudaStreamDestroy(s); }
-  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
   void operator()(cudnnContext* h) const { cudnnDestroy(h); }
   void operator()(cudnnTensorStruct* d) const { cudnnDestroyTensorDescriptor(d); }
   void operator()(cudnnFilterStruct* d) const { cudnnDestroyFilterDescriptor(d); }
@@ -60,27 +55,17 @@ int act_code(Act a) {
 }
 
 constexpr size_t kMaxWorkspace = size_t{1} << 30;
-constexpr int kMaxLanes = 64;
 
-class CudnnOps final : public CnnOps {
+class CudnnKernels final : public CnnKernels {
  public:
   // The CUDA backend checks for a device (naming what it found) and owns
-  // the device memory; its first use picks device 0 for this process.
-  CudnnOps() : backend_(backend_for(Device::cuda(0))) { add_lane(); }
-  ~CudnnOps() override { cudaDeviceSynchronize(); }
+  // the device memory and the streams; its first use picks device 0 for
+  // this process.
+  CudnnKernels() : backend_(backend_for(Device::cuda(0))) {}
+  // Queued work may still use the handles and workspaces.
+  ~CudnnKernels() override { cudaDeviceSynchronize(); }
 
-  Memory& memory() override { return backend_.memory(); }
-  void upload(float* dst, const float* src, int64_t count) override {
-    // From pageable memory: returns once `src` is staged, so the caller may reuse it.
-    if (count > 0)
-      SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(count) * sizeof(float), cudaMemcpyHostToDevice,
-                                       stream()));
-  }
-  void download(float* dst, const float* src, int64_t count) override {
-    synchronize();
-    if (count > 0)
-      SYLVA_CUDA_CHECK(cudaMemcpy(dst, src, static_cast<size_t>(count) * sizeof(float), cudaMemcpyDeviceToHost));
-  }
+  Backend& backend() override { return backend_; }
   void move_channels(const float* x, int64_t x_channels, int64_t x_c0, float* y, int64_t y_channels, int64_t y_c0,
                      int64_t channels, int64_t n, int64_t hw, bool add) override {
     check(cuda_kernels::move_channels(x, x_channels, x_c0, y, y_channels, y_c0, channels, n, hw, add, stream()));
@@ -92,56 +77,27 @@ class CudnnOps final : public CnnOps {
     check(cuda_kernels::element_terms(x, y, n, terms, each, mul, stream()));
   }
 
-  void conv(const CnnNode& n, const float* x, Nchw in, const float* w, const float* b, float* y) override {
-    const Conv& c = conv_for(n, in);
-    Lane& l = lanes_[static_cast<size_t>(cur_)];
+  void conv(const ConvSpec& n, const float* x, Nchw in, const float* w, const float* b, float* y) override {
+    Lane& l = lane();
+    const Conv& c = conv_for(n, in, l);
     grow_workspace(l, c.workspace);
     const float one = 1.0f, zero = 0.0f;
     SYLVA_CUDNN_CHECK(cudnnConvolutionForward(l.cudnn.get(), &one, c.x.get(), x, c.w.get(), w, c.conv.get(), c.algo,
                                               l.workspace.get(), l.workspace_bytes, &zero, c.y.get(), y));
-    check(cuda_kernels::bias_activate(y, b, in.n, n.out_channels, n.output_shape[1] * n.output_shape[2],
-                                      act_code(act_of(n.act)), stream()));
+    check(cuda_kernels::bias_activate(y, b, in.n, n.out_channels, n.out_h * n.out_w, act_code(n.act), l.stream));
   }
-  void pool(const CnnNode& n, const float* x, Nchw in, float* y) override {
+  void pool(const PoolSpec& n, const float* x, Nchw in, float* y) override {
     const Pool& p = pool_for(n, in);
     const float one = 1.0f, zero = 0.0f;
-    SYLVA_CUDNN_CHECK(cudnnPoolingForward(lanes_[static_cast<size_t>(cur_)].cudnn.get(), p.pool.get(), &one,
-                                          p.x.get(), x, &zero, p.y.get(), y));
-  }
-
-  int lanes() const override { return kMaxLanes; }
-  void fork(int k) override {
-    SYLVA_CHECK(k >= 1 && k <= kMaxLanes, "[cudnn] ", k, " concurrent groups; at most ", kMaxLanes);
-    while (static_cast<int>(lanes_.size()) < k) add_lane();
-    SYLVA_CUDA_CHECK(cudaEventRecord(lanes_[0].event.get(), lanes_[0].stream.get()));
-    for (int g = 1; g < k; ++g)
-      SYLVA_CUDA_CHECK(cudaStreamWaitEvent(lanes_[static_cast<size_t>(g)].stream.get(), lanes_[0].event.get(), 0));
-    forked_ = k;
-  }
-  void lane(int g) override {
-    SYLVA_CHECK(g >= 0 && g < forked_, "[cudnn] lane ", g, " outside the ", forked_, " forked");
-    cur_ = g;
-  }
-  void join() override {
-    for (int g = 1; g < forked_; ++g) {
-      const Lane& l = lanes_[static_cast<size_t>(g)];
-      SYLVA_CUDA_CHECK(cudaEventRecord(l.event.get(), l.stream.get()));
-      SYLVA_CUDA_CHECK(cudaStreamWaitEvent(lanes_[0].stream.get(), l.event.get(), 0));
-    }
-    forked_ = 1;
-    cur_ = 0;
-  }
-  void synchronize() override {
-    for (const Lane& l : lanes_) SYLVA_CUDA_CHECK(cudaStreamSynchronize(l.stream.get()));
+    SYLVA_CUDNN_CHECK(cudnnPoolingForward(lane().cudnn.get(), p.pool.get(), &one, p.x.get(), x, &zero, p.y.get(), y));
   }
 
  private:
-  // A stream, its cuDNN handle, an event (recorded at fork / join; a
-  // wait uses the record made before it) and a convolution workspace.
+  // What a lane's stream needs besides itself: a cuDNN handle bound to it
+  // and a convolution workspace.
   struct Lane {
-    Owned<CUstream_st> stream;
+    cudaStream_t stream = nullptr;
     Owned<cudnnContext> cudnn;
-    Owned<CUevent_st> event;
     Owned<void> workspace;
     size_t workspace_bytes = 0;
   };
@@ -157,27 +113,26 @@ class CudnnOps final : public CnnOps {
     Owned<cudnnPoolingStruct> pool;
   };
 
-  cudaStream_t stream() const { return lanes_[static_cast<size_t>(cur_)].stream.get(); }
+  cudaStream_t stream() { return static_cast<cudaStream_t>(backend_.native_stream()); }
   static void check(int launched) { SYLVA_CUDA_CHECK(static_cast<cudaError_t>(launched)); }
 
-  void add_lane() {
-    Lane l;
-    cudaStream_t s = nullptr;
-    SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    l.stream.reset(s);
-    cudnnHandle_t h = nullptr;
-    SYLVA_CUDNN_CHECK(cudnnCreate(&h));
-    l.cudnn.reset(h);
-    SYLVA_CUDNN_CHECK(cudnnSetStream(h, s));
-    cudaEvent_t e = nullptr;
-    SYLVA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    l.event.reset(e);
-    lanes_.push_back(std::move(l));
+  // The current lane's handle and workspace, made on its first use.
+  Lane& lane() {
+    const cudaStream_t s = stream();
+    Lane& l = lanes_[s];
+    if (!l.cudnn) {
+      cudnnHandle_t h = nullptr;
+      SYLVA_CUDNN_CHECK(cudnnCreate(&h));
+      l.cudnn.reset(h);
+      SYLVA_CUDNN_CHECK(cudnnSetStream(h, s));
+      l.stream = s;
+    }
+    return l;
   }
   // The lane's workspace, grown (after its stream is done with the old one).
   void grow_workspace(Lane& l, size_t bytes) {
     if (bytes <= l.workspace_bytes) return;
-    SYLVA_CUDA_CHECK(cudaStreamSynchronize(l.stream.get()));
+    SYLVA_CUDA_CHECK(cudaStreamSynchronize(l.stream));
     l.workspace.reset();
     void* p = nullptr;
     SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -185,11 +140,12 @@ class CudnnOps final : public CnnOps {
     l.workspace_bytes = bytes;
   }
 
-  // Descriptors and algorithm of node n's convolution, made on first use.
-  const Conv& conv_for(const CnnNode& n, Nchw in) {
-    if (auto it = convs_.find(n.name); it != convs_.end()) return it->second;
+  // Descriptors and algorithm of layer n's convolution, made on first use
+  // (with lane l's handle).
+  const Conv& conv_for(const ConvSpec& n, Nchw in, const Lane& l) {
+    if (auto it = convs_.find(n.key); it != convs_.end()) return it->second;
     Conv c;
-    const int64_t K = n.out_channels, G = n.groups, OH = n.output_shape[1], OW = n.output_shape[2];
+    const int64_t K = n.out_channels, G = n.groups, OH = n.out_h, OW = n.out_w;
     c.x = tensor(in.n, in.c, in.h, in.w);
     c.y = tensor(in.n, K, OH, OW);
     cudnnFilterDescriptor_t f = nullptr;
@@ -208,11 +164,11 @@ class CudnnOps final : public CnnOps {
     SYLVA_CUDNN_CHECK(cudnnSetConvolutionMathType(d, CUDNN_FMA_MATH));
     int dn = 0, dc = 0, dh = 0, dw = 0;
     SYLVA_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(d, c.x.get(), f, &dn, &dc, &dh, &dw));
-    SYLVA_CHECK(dn == in.n && dc == K && dh == OH && dw == OW, "[cudnn] conv '", n.name, "': cuDNN computes [", dc,
+    SYLVA_CHECK(dn == in.n && dc == K && dh == OH && dw == OW, "[cudnn] conv '", n.key, "': cuDNN computes [", dc,
                 ", ", dh, ", ", dw, "] per sample, the graph declares [", K, ", ", OH, ", ", OW, "]");
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     int returned = 0;
-    SYLVA_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(),
+    SYLVA_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(l.cudnn.get(), c.x.get(), f, d, c.y.get(),
                                                              CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf));
     // The first heuristic choice that runs without tensor-op math under this
     // (FMA) descriptor and fits the workspace cap; IMPLICIT_GEMM (no
@@ -224,25 +180,24 @@ class CudnnOps final : public CnnOps {
           r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION)
         continue;
       size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(), r.algo, &bytes) !=
+      if (cudnnGetConvolutionForwardWorkspaceSize(l.cudnn.get(), c.x.get(), f, d, c.y.get(), r.algo, &bytes) !=
               CUDNN_STATUS_SUCCESS ||
           bytes > kMaxWorkspace)
         continue;
       c.algo = r.algo;
       break;
     }
-    SYLVA_CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(lanes_[0].cudnn.get(), c.x.get(), f, d, c.y.get(),
-                                                              c.algo, &c.workspace));
-    return convs_.emplace(n.name, std::move(c)).first->second;
+    SYLVA_CUDNN_CHECK(
+        cudnnGetConvolutionForwardWorkspaceSize(l.cudnn.get(), c.x.get(), f, d, c.y.get(), c.algo, &c.workspace));
+    return convs_.emplace(n.key, std::move(c)).first->second;
   }
 
-  const Pool& pool_for(const CnnNode& n, Nchw in) {
-    if (auto it = pools_.find(n.name); it != pools_.end()) return it->second;
+  const Pool& pool_for(const PoolSpec& n, Nchw in) {
+    if (auto it = pools_.find(n.key); it != pools_.end()) return it->second;
     Pool p;
-    const bool global = n.pool_type == "global_max" || n.pool_type == "global_avg";
-    const bool is_max = n.pool_type == "max" || n.pool_type == "global_max";
+    const bool global = n.global, is_max = n.max;
     p.x = tensor(in.n, in.c, in.h, in.w);
-    p.y = tensor(in.n, in.c, n.output_shape[1], n.output_shape[2]);
+    p.y = tensor(in.n, in.c, n.out_h, n.out_w);
     cudnnPoolingDescriptor_t d = nullptr;
     SYLVA_CUDNN_CHECK(cudnnCreatePoolingDescriptor(&d));
     p.pool.reset(d);
@@ -251,18 +206,17 @@ class CudnnOps final : public CnnOps {
         d, is_max ? CUDNN_POOLING_MAX : CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, CUDNN_NOT_PROPAGATE_NAN,
         global ? i(in.h) : i(n.kernel[0]), global ? i(in.w) : i(n.kernel[1]), global ? 0 : i(n.padding[0]),
         global ? 0 : i(n.padding[1]), global ? 1 : i(n.stride[0]), global ? 1 : i(n.stride[1])));
-    return pools_.emplace(n.name, std::move(p)).first->second;
+    return pools_.emplace(n.key, std::move(p)).first->second;
   }
 
   Backend& backend_;
-  std::vector<Lane> lanes_;
-  int cur_ = 0, forked_ = 1;
+  std::map<cudaStream_t, Lane> lanes_;  // by stream
   std::map<std::string, Conv> convs_;
   std::map<std::string, Pool> pools_;
 };
 
 }  // namespace
 
-std::unique_ptr<CnnOps> make_cudnn_cnn_ops() { return std::make_unique<CudnnOps>(); }
+std::unique_ptr<CnnKernels> make_cudnn_cnn_kernels() { return std::make_unique<CudnnKernels>(); }
 
 }  // namespace sylva::cnn

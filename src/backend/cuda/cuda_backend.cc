@@ -127,17 +127,7 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop{};
     SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
-    for (Lane& lane : lanes_) {  // a stream, a cuBLAS handle and device scalars each
-      cudaStream_t s = nullptr;
-      SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      lane.stream.reset(s);
-      cublasHandle_t h = nullptr;
-      SYLVA_CUBLAS_CHECK(cublasCreate(&h));
-      lane.cublas.reset(h);
-      SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
-      lane.scalars_buffer = device_alloc(sizeof(Scalars));
-      lane.scalars = static_cast<Scalars*>(lane.scalars_buffer.get());
-    }
+    reserve_lanes(2);
     const char* sync_env = std::getenv("SYLVA_CUDA_SYNC");
     sync_each_ = sync_env && std::string(sync_env) == "1";
   }
@@ -248,6 +238,23 @@ class CudaBackend final : public Backend {
   int set_lane(int lane) override {
     SYLVA_CHECK(lane >= 0 && lane < lanes(), "[cuda] lane ", lane, " out of range [0, ", lanes(), ")");
     return std::exchange(cur_, lane);
+  }
+  // Lanes are added, never removed: a stream, a cuBLAS handle and device scalars each.
+  int reserve_lanes(int n) override {
+    while (lanes() < std::min(n, 64)) {
+      Lane lane;
+      cudaStream_t s = nullptr;
+      SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      lane.stream.reset(s);
+      cublasHandle_t h = nullptr;
+      SYLVA_CUBLAS_CHECK(cublasCreate(&h));
+      lane.cublas.reset(h);
+      SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+      lane.scalars_buffer = device_alloc(sizeof(Scalars));
+      lane.scalars = static_cast<Scalars*>(lane.scalars_buffer.get());
+      lanes_.push_back(std::move(lane));
+    }
+    return lanes();
   }
   uint64_t record() override {
     if (free_events_.empty()) {
@@ -529,7 +536,7 @@ class CudaBackend final : public Backend {
     std::unique_ptr<void, DeviceDeleter> scalars_buffer;
     Scalars* scalars = nullptr;
   };
-  std::array<Lane, 2> lanes_;
+  std::vector<Lane> lanes_;
   int cur_ = 0;
   std::vector<std::unique_ptr<CUevent_st, EventDeleter>> events_;
   std::vector<uint64_t> free_events_;

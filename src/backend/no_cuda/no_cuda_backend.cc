@@ -1,6 +1,6 @@
 // Linked when Sylva is built without CUDA: every call says how to get it.
 #include "../backend_factories.h"
-#include "../cnn_ops.h"
+#include "sylva/backend/cnn_kernels.h"
 #include "sylva/core/error.h"
 
 namespace sylva {
@@ -36,6 +36,6 @@ class NoCudaBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<NoCudaBackend>(index); }
 
-std::unique_ptr<cnn::CnnOps> cnn::make_cudnn_cnn_ops() { no_cuda(); }
+std::unique_ptr<cnn::CnnKernels> cnn::make_cudnn_cnn_kernels() { no_cuda(); }
 
 }  // namespace sylva

@@ -1,7 +1,7 @@
-// CNN operators on CPU: oneDNN against the naive reference on every op
+// The CNN runner on the CPU: oneDNN against the naive reference on every op
 // type and option the IOS graphs use; IOS plans give the results of
 // running sequentially; the profiling cost model.
-#include "sylva/backend/cnn.h"
+#include "sylva/graph/cnn.h"
 
 #include <gtest/gtest.h>
 
@@ -17,7 +17,7 @@ namespace {
 
 using ios::CnnGraph;
 
-TEST(CnnOps, OneDnnMatchesTheReferenceOnEveryOp) {
+TEST(CnnKernels, OneDnnMatchesTheReferenceOnEveryOp) {
   test::TempDir dir;
   for (const char* text : {test::kTinyCnnGraph, test::kCnnOpsGraph}) {
     const CnnGraph g = ios::read_ios_graph(dir.file("g.json", text));
@@ -30,7 +30,7 @@ TEST(CnnOps, OneDnnMatchesTheReferenceOnEveryOp) {
 }
 
 // The reference by hand on one output: ga = global average of x + dw.
-TEST(CnnOps, ReferenceGlobalAverageOfASummedTerm) {
+TEST(CnnKernels, ReferenceGlobalAverageOfASummedTerm) {
   test::TempDir dir;
   const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   CnnRunner r(g, 1, 3, Impl::reference);
@@ -44,7 +44,7 @@ TEST(CnnOps, ReferenceGlobalAverageOfASummedTerm) {
 }
 
 // The element terms by hand: ea = dw[0:3] + x[3:6], em = rect * (x[0:3] + dw[1:4]).
-TEST(CnnOps, ElementTermsByHand) {
+TEST(CnnKernels, ElementTermsByHand) {
   test::TempDir dir;
   const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   for (Impl impl : {Impl::onednn, Impl::reference}) {
@@ -97,7 +97,7 @@ TEST(CnnPlans, ProfilingCostMeasuresEachStageOnce) {
   EXPECT_GT(cost.profiled(), 1);
 }
 
-TEST(CnnOps, ErrorsNameTheNode) {
+TEST(CnnRunner, ErrorsNameTheNode) {
   test::TempDir dir;
   const CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kCnnOpsGraph));
   CnnRunner r(g, 1, 3);
@@ -112,7 +112,7 @@ TEST(CnnOps, ErrorsNameTheNode) {
 }
 
 // Bad graphs fail when the runner is made, naming the node.
-TEST(CnnOps, GraphErrorsNameTheNodeWhenTheRunnerIsMade) {
+TEST(CnnRunner, GraphErrorsNameTheNodeWhenTheRunnerIsMade) {
   test::TempDir dir;
   const auto error_for = [&](const std::string& from, const std::string& to) {
     std::string text = test::kCnnOpsGraph;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "sylva/backend/cnn.h"
+#include "sylva/graph/cnn.h"
 #include "support/cnn_plans.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"

@@ -1,22 +1,16 @@
 // The CNN runner: the graph logic of the IOS graphs (which channel slices
-// feed which node, sequential nodes, merged convolutions, IOS plans) over
-// the primitives of a CnnOps (cnn_ops.h): oneDNN or the reference loops on
-// the CPU, cuDNN on the GPU.
-#include <omp.h>
-
+// feed which node, sequential nodes, merged convolutions) over a backend's
+// CNN kernels (sylva/backend/cnn_kernels.h), with values in the backend's
+// memory. IOS plans and the profiling cost model: cnn_plan.cc.
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <condition_variable>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
-#include <thread>
 
-#include "cnn_ops.h"
 #include "sylva/core/error.h"
+#include "sylva/graph/cnn.h"
 
 namespace sylva::cnn {
 
@@ -74,8 +68,35 @@ template void merge_conv_weights<double>(const ios::MergedConv&, const std::vect
                                          const std::vector<const std::vector<double>*>&, std::vector<double>&,
                                          std::vector<double>&);
 
+ConvSpec conv_spec(const CnnNode& n) {
+  return {n.name, n.out_channels, n.groups, n.kernel, n.stride, n.padding, n.output_shape[1], n.output_shape[2],
+          act_of(n.act)};
+}
+
+PoolSpec pool_spec(const CnnNode& n) {
+  return {n.name,
+          n.pool_type == "max" || n.pool_type == "global_max",
+          n.pool_type == "global_max" || n.pool_type == "global_avg",
+          n.kernel,
+          n.stride,
+          n.padding,
+          n.output_shape[1],
+          n.output_shape[2]};
+}
+
+template <class T>
+void conv_reference(const CnnNode& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
+                    const std::vector<T>& wt, const std::vector<T>& b, std::vector<T>& y) {
+  conv_reference(conv_spec(n), x, N, C, H, W, wt, b, y);
+}
+
+template void conv_reference<float>(const CnnNode&, const std::vector<float>&, int64_t, int64_t, int64_t, int64_t,
+                                    const std::vector<float>&, const std::vector<float>&, std::vector<float>&);
+template void conv_reference<double>(const CnnNode&, const std::vector<double>&, int64_t, int64_t, int64_t, int64_t,
+                                     const std::vector<double>&, const std::vector<double>&, std::vector<double>&);
+
 struct CnnRunner::State {
-  // A node's output, allocated once in the ops' memory.
+  // A node's output, allocated once in the backend's memory.
   struct Slot {
     Buffer data;
     Nchw dims;
@@ -91,15 +112,18 @@ struct CnnRunner::State {
   };
   // How a node's input is assembled: its terms concatenated along
   // channels, each term the sum of its values. `whole` when it is exactly
-  // one earlier output (then read in place).
+  // one earlier output (then read in place). A conv or pool node's layer
+  // is described once, here.
   struct Input {
     Nchw dims;
     std::vector<Piece> pieces;
     Slot* whole = nullptr;
     Buffer scratch;  // gathered here when a conv, pool or element node's input is not whole
+    ConvSpec conv;
+    PoolSpec pool;
   };
-  // A merged convolution: its weights (host, and in the ops' memory), its
-  // output and its input.
+  // A merged convolution: its weights (host, and in the backend's memory),
+  // its output and its input.
   struct Merged {
     ios::MergedConv m;
     std::vector<float> w, b;
@@ -108,12 +132,13 @@ struct CnnRunner::State {
     Input in;
   };
 
-  std::unique_ptr<CnnOps> ops;
+  std::unique_ptr<CnnKernels> kernels;
+  Backend* backend = nullptr;                         // the kernels'
   std::map<std::string, Slot> values;                 // every node's, created up front
   std::map<std::string, const CnnNode*> nodes;        // by name, sequential nodes' members included
   std::map<std::string, Input> inputs;                // of every node that reads any
   std::map<std::string, std::vector<float>> weights, bias;  // host copies (merging builds on them)
-  std::map<std::string, Buffer> dev_weights, dev_bias;       // copies in the ops' memory, if not host-visible
+  std::map<std::string, Buffer> dev_weights, dev_bias;       // copies in the backend's memory, if not host-visible
   std::mutex merged_mutex;
   std::map<std::string, std::unique_ptr<Merged>> merged;  // by merged name
 
@@ -123,16 +148,16 @@ struct CnnRunner::State {
     return it->second;
   }
   Buffer buffer(int64_t count) {
-    Buffer b(ops->memory());
+    Buffer b(backend->memory());
     b.reserve(static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(float));
     return b;
   }
-  // Weights in the ops' memory: the host vector itself on the CPU.
+  // Weights in the backend's memory: the host vector itself on the CPU.
   const float* device(const std::vector<float>& host, Buffer& copy) {
-    if (ops->memory().host_visible()) return host.data();
+    if (backend->memory().host_visible()) return host.data();
     if (!copy.data()) {
       copy = buffer(static_cast<int64_t>(host.size()));
-      ops->upload(static_cast<float*>(copy.data()), host.data(), static_cast<int64_t>(host.size()));
+      backend->upload(copy.data(), host.data(), host.size() * sizeof(float));
     }
     return static_cast<const float*>(copy.data());
   }
@@ -168,6 +193,8 @@ struct CnnRunner::State {
     const Piece& p = in.pieces[0];
     if (in.pieces.size() == 1 && p.src_c0 == 0 && p.channels == p.src->dims.c) in.whole = p.src;
     if ((n.type == "conv" || n.type == "pool") ? !in.whole : n.type == "element") in.scratch = buffer(in.dims.size());
+    if (n.type == "conv") in.conv = conv_spec(n);
+    if (n.type == "pool") in.pool = pool_spec(n);
     return in;
   }
 
@@ -178,8 +205,8 @@ struct CnnRunner::State {
       SYLVA_CHECK(p.src->set, "[cnn] node '", *p.name, "' has no value (node '", n.name, "' reads it; not run yet?)");
     if (!dst) return in.whole->ptr();
     for (const Piece& p : in.pieces)
-      ops->move_channels(p.src->ptr(), p.src->dims.c, p.src_c0, dst, in.dims.c, p.dst_c0, p.channels, in.dims.n,
-                         in.dims.h * in.dims.w, p.add);
+      kernels->move_channels(p.src->ptr(), p.src->dims.c, p.src_c0, dst, in.dims.c, p.dst_c0, p.channels, in.dims.n,
+                             in.dims.h * in.dims.w, p.add);
     return dst;
   }
   const float* conv_input(const CnnNode& n, Input& in) {
@@ -190,21 +217,22 @@ struct CnnRunner::State {
 CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl impl)
     : g_(g), batch_(batch), impl_(impl), s_(std::make_unique<State>()) {
   SYLVA_CHECK(batch >= 1, "[cnn] batch must be >= 1, got ", batch);
-  SYLVA_CHECK(impl != Impl::custom, "[cnn] Impl::custom needs the constructor that takes the operators");
-  s_->ops = impl == Impl::cudnn ? make_cudnn_cnn_ops() : make_cpu_cnn_ops(impl == Impl::reference);
+  SYLVA_CHECK(impl != Impl::custom, "[cnn] Impl::custom needs the constructor that takes the kernels");
+  s_->kernels = impl == Impl::cudnn ? make_cudnn_cnn_kernels() : make_cpu_cnn_kernels(impl == Impl::reference);
   init(seed);
 }
 
-CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnOps> ops)
+CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnKernels> kernels)
     : g_(g), batch_(batch), impl_(Impl::custom), s_(std::make_unique<State>()) {
   SYLVA_CHECK(batch >= 1, "[cnn] batch must be >= 1, got ", batch);
-  SYLVA_CHECK(ops != nullptr, "[cnn] no operators given (null unique_ptr)");
-  s_->ops = std::move(ops);
+  SYLVA_CHECK(kernels != nullptr, "[cnn] no kernels given (null unique_ptr)");
+  s_->kernels = std::move(kernels);
   init(seed);
 }
 
 void CnnRunner::init(uint64_t seed) {
   State& s = *s_;
+  s.backend = &s.kernels->backend();
   const ios::CnnGraph& g = g_;
   const int64_t batch = batch_;
   std::vector<const CnnNode*> order;
@@ -268,7 +296,7 @@ void CnnRunner::init(uint64_t seed) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& v : x) v = u(rng);
   State::Slot& input = s.values.at(g.input.name);
-  s.ops->upload(input.ptr(), x.data(), static_cast<int64_t>(x.size()));
+  s.backend->upload(input.ptr(), x.data(), x.size() * sizeof(float));
   input.set = true;
   for (const auto& [name, w] : s.weights) {  // into device memory now, not inside a timed stage
     s.device(w, s.dev_weights[name]);
@@ -283,16 +311,18 @@ std::vector<float> CnnRunner::value(const std::string& name) const {
   SYLVA_CHECK(it != s_->values.end(), "[cnn] no node '", name, "' in graph '", g_.name, "'");
   SYLVA_CHECK(it->second.set, "[cnn] node '", name, "' has no value (not run yet?)");
   std::vector<float> out(static_cast<size_t>(it->second.dims.size()));
-  s_->ops->download(out.data(), static_cast<const float*>(it->second.data.data()), it->second.dims.size());
+  s_->backend->download(out.data(), it->second.data.data(), out.size() * sizeof(float));
   return out;
 }
 
-void CnnRunner::synchronize() { s_->ops->synchronize(); }
+void CnnRunner::synchronize() { s_->backend->synchronize(); }
+
+Backend& CnnRunner::backend() const { return *s_->backend; }
 
 void CnnRunner::run(const CnnNode& n) {
   State& s = *s_;
   State::Slot& y = s.slot(n.name);
-  CnnOps& ops = *s.ops;
+  CnnKernels& k = *s.kernels;
   if (n.type == "placeholder") {
     SYLVA_CHECK(y.set, "[cnn] placeholder '", n.name, "' has no value (run the block before it first)");
     return;
@@ -303,24 +333,23 @@ void CnnRunner::run(const CnnNode& n) {
     State::Slot& last = s.slot(n.nodes.back().name);
     SYLVA_CHECK(last.dims.size() == y.dims.size(), "[cnn] sequential node '", n.name, "' declares another shape than ",
                 "its last member '", n.nodes.back().name, "'");
-    ops.move_channels(last.ptr(), last.dims.c, 0, y.ptr(), y.dims.c, 0, y.dims.c, y.dims.n, y.dims.h * y.dims.w,
-                      false);
+    k.move_channels(last.ptr(), last.dims.c, 0, y.ptr(), y.dims.c, 0, y.dims.c, y.dims.n, y.dims.h * y.dims.w, false);
     y.set = true;
     return;
   }
   State::Input& in = s.inputs.at(n.name);
   if (n.type == "conv") {
-    ops.conv(n, s.conv_input(n, in), in.dims, s.device(s.weights.at(n.name), s.dev_weights.at(n.name)),
-             s.device(s.bias.at(n.name), s.dev_bias.at(n.name)), y.ptr());
+    k.conv(in.conv, s.conv_input(n, in), in.dims, s.device(s.weights.at(n.name), s.dev_weights.at(n.name)),
+           s.device(s.bias.at(n.name), s.dev_bias.at(n.name)), y.ptr());
   } else if (n.type == "pool") {
-    ops.pool(n, s.conv_input(n, in), in.dims, y.ptr());
+    k.pool(in.pool, s.conv_input(n, in), in.dims, y.ptr());
   } else if (n.type == "element") {
     const auto terms = static_cast<int64_t>(n.inputs.size());
-    ops.element(s.gather(n, in, static_cast<float*>(in.scratch.data())), y.ptr(), in.dims.n, terms,
-                in.dims.size() / in.dims.n / terms, n.op == "mul");
+    k.element(s.gather(n, in, static_cast<float*>(in.scratch.data())), y.ptr(), in.dims.n, terms,
+              in.dims.size() / in.dims.n / terms, n.op == "mul");
   } else {  // identity, relu, activation: the gathered input, activated in place
     s.gather(n, in, y.ptr());
-    if (n.type != "identity") ops.activate(y.ptr(), y.dims.size(), act_of(n.type == "relu" ? "relu" : n.op));
+    if (n.type != "identity") k.activate(y.ptr(), y.dims.size(), act_of(n.type == "relu" ? "relu" : n.op));
   }
   y.set = true;
 }
@@ -357,13 +386,14 @@ void CnnRunner::run_merged(const std::vector<const CnnNode*>& convs) {
     mg = entry.get();
   }
   const CnnNode& c = mg->m.conv;
-  s.ops->conv(c, s.conv_input(c, mg->in), mg->in.dims, s.device(mg->w, mg->dw), s.device(mg->b, mg->db),
-              mg->y.ptr());
+  s.kernels->conv(mg->in.conv, s.conv_input(c, mg->in), mg->in.dims, s.device(mg->w, mg->dw),
+                  s.device(mg->b, mg->db), mg->y.ptr());
   // Each member's channels, [offset, offset + K) of the merged output.
   const Nchw& m = mg->y.dims;
   for (size_t j = 0; j < convs.size(); ++j) {
     State::Slot& y = s.slot(convs[j]->name);
-    s.ops->move_channels(mg->y.ptr(), m.c, mg->m.offsets[j], y.ptr(), y.dims.c, 0, y.dims.c, m.n, m.h * m.w, false);
+    s.kernels->move_channels(mg->y.ptr(), m.c, mg->m.offsets[j], y.ptr(), y.dims.c, 0, y.dims.c, m.n, m.h * m.w,
+                             false);
     y.set = true;
   }
 }
@@ -373,172 +403,6 @@ void CnnRunner::run_all() {
     if (!s_->values.at(b.enter.name).set) run(b.enter);
     for (const CnnNode* n : b.ops()) run(*n);
   }
-}
-
-namespace {
-
-// Runs the operators of group `g` (in topological order).
-void run_group(CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::BlockPart& part, ios::OpSet g) {
-  for (int v : part.dag.topo_order())
-    if (g >> v & 1) r.run(*ops[static_cast<size_t>(part.ops[static_cast<size_t>(v)])]);
-}
-
-// The same with `threads` OpenMP threads for each operator (the CPU).
-void run_group_on(int threads, CnnRunner& r, const std::vector<const CnnNode*>& ops, const ios::BlockPart& part,
-                  ios::OpSet g) {
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(threads);
-  run_group(r, ops, part, g);
-  omp_set_num_threads(before);
-}
-
-// Persistent threads for the groups of concurrent stages: creating a
-// thread per group and stage cost more than the small operators it runs,
-// and each new thread starts with cold oneDNN and OpenMP state.
-class GroupPool {
- public:
-  ~GroupPool() {
-    {
-      std::lock_guard<std::mutex> lock(m_);
-      stop_ = true;
-    }
-    work_.notify_all();
-    for (std::thread& t : threads_) t.join();
-  }
-  // Runs jobs[0] on the caller and jobs[k] on worker k - 1; rethrows the
-  // first error. Callers from several threads take turns.
-  void run(const std::vector<std::function<void()>>& jobs) {
-    std::lock_guard<std::mutex> turn(busy_);
-    std::unique_lock<std::mutex> lock(m_);
-    while (threads_.size() + 1 < jobs.size()) {
-      const size_t k = threads_.size();
-      threads_.emplace_back([this, k] { loop(k); });
-    }
-    jobs_ = &jobs;
-    errors_.assign(jobs.size(), nullptr);
-    pending_ = static_cast<int>(jobs.size()) - 1;
-    ++generation_;
-    lock.unlock();
-    work_.notify_all();
-    try {
-      jobs[0]();
-    } catch (...) {
-      errors_[0] = std::current_exception();
-    }
-    lock.lock();
-    done_.wait(lock, [&] { return pending_ == 0; });
-    jobs_ = nullptr;
-    for (const std::exception_ptr& e : errors_)
-      if (e) std::rethrow_exception(e);
-  }
-
- private:
-  void loop(size_t k) {
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(m_);
-    for (;;) {
-      work_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      if (!jobs_ || k + 1 >= jobs_->size()) continue;  // not needed this time
-      const std::function<void()>& job = (*jobs_)[k + 1];
-      lock.unlock();
-      std::exception_ptr err;
-      try {
-        job();
-      } catch (...) {
-        err = std::current_exception();
-      }
-      lock.lock();
-      errors_[k + 1] = err;
-      if (--pending_ == 0) done_.notify_all();
-    }
-  }
-
-  std::mutex busy_, m_;
-  std::condition_variable work_, done_;
-  std::vector<std::thread> threads_;
-  const std::vector<std::function<void()>>* jobs_ = nullptr;
-  std::vector<std::exception_ptr> errors_;
-  int pending_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
-};
-
-GroupPool& group_pool() {
-  static GroupPool pool;
-  return pool;
-}
-
-}  // namespace
-
-void CnnRunner::run_stage(const std::vector<const CnnNode*>& ops, const ios::BlockPart& part, const ios::Stage& st,
-                          int cores) {
-  CnnOps& dev = *s_->ops;
-  if (st.kind == ios::Stage::Kind::merged) {
-    std::vector<const CnnNode*> convs;
-    for (int v : part.dag.topo_order())
-      if (st.groups[0] >> v & 1) convs.push_back(ops[static_cast<size_t>(part.ops[static_cast<size_t>(v)])]);
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(cores);
-    run_merged(convs);
-    omp_set_num_threads(before);
-    return;
-  }
-  if (st.groups.size() == 1) {
-    run_group_on(cores, *this, ops, part, st.groups[0]);
-    return;
-  }
-  const int groups = static_cast<int>(st.groups.size());
-  if (dev.lanes() > 0) {  // a stream per group
-    dev.fork(groups);
-    try {
-      for (int k = 0; k < groups; ++k) {
-        dev.lane(k);
-        run_group(*this, ops, part, st.groups[static_cast<size_t>(k)]);
-      }
-    } catch (...) {
-      dev.join();
-      throw;
-    }
-    dev.join();
-    return;
-  }
-  const int each = std::max(1, cores / groups);
-  std::vector<std::function<void()>> jobs;
-  for (ios::OpSet g : st.groups) jobs.push_back([&, g] { run_group_on(each, *this, ops, part, g); });
-  group_pool().run(jobs);
-}
-
-void run_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
-              int cores) {
-  SYLVA_CHECK(cores >= 1, "[cnn] cores must be >= 1, got ", cores);
-  const std::vector<const CnnNode*> ops = block.ops();
-  for (const ios::Stage& st : plan.stages) runner.run_stage(ops, part, st, cores);
-}
-
-double ProfilingCost::latency(const ios::OpDag&, const ios::Stage& stage) {
-  if (auto it = cache_.find(stage.groups); it != cache_.end()) return it->second;
-  SYLVA_CHECK(repeats_ >= 1, "[cnn] profiling needs at least one repeat, got ", repeats_);
-  const std::vector<const CnnNode*> ops = block_.ops();
-  std::vector<double> t;
-  runner_.synchronize();
-  for (int k = 0; k <= repeats_; ++k) {
-    const auto start = std::chrono::steady_clock::now();
-    runner_.run_stage(ops, part_, stage, cores_);
-    runner_.synchronize();
-    if (k > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return cache_[stage.groups] = t[t.size() / 2];
-}
-
-bool ProfilingCost::mergeable(const ios::OpDag& dag, ios::OpSet ops) {
-  const std::vector<const CnnNode*> all = block_.ops();
-  std::vector<const CnnNode*> convs;
-  for (int v = 0; v < dag.size(); ++v)
-    if (ops >> v & 1) convs.push_back(all[static_cast<size_t>(part_.ops[static_cast<size_t>(v)])]);
-  return ios::merge_convs(convs).has_value();
 }
 
 }  // namespace sylva::cnn

@@ -1,9 +1,11 @@
-// CNN operators of the IOS graphs: convolution (stride, padding, groups,
-// depthwise), max/avg/global pooling, identity (channel concat of summed
-// slices), relu and activations, element-wise add/mul, sequential nodes --
-// forward only, float32 NCHW -- on the CPU through oneDNN, on an NVIDIA GPU
-// through cuDNN (with -DSYLVA_BUILD_CUDA=ON), and a naive reference
-// implementation of every operator to check both against.
+// Static CNN graphs (the IOS graphs) run forward, float32 NCHW: the graph
+// logic of convolution (stride, padding, groups, depthwise), max/avg/global
+// pooling, identity (channel concat of summed slices), relu and
+// activations, element-wise add/mul and sequential nodes; IOS plans
+// executed stage by stage; and IOS's profiling cost model. The operators
+// are a backend's CNN kernels (sylva/backend/cnn_kernels.h): oneDNN or the
+// naive reference on the CPU, cuDNN on an NVIDIA GPU (with
+// -DSYLVA_BUILD_CUDA=ON); memory, copies and lanes are the Backend's.
 //
 // @code
 // ios::CnnGraph g = ios::read_ios_graph("inception_v3.seq.json");
@@ -19,17 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "sylva/backend/cnn_kernels.h"
+#include "sylva/sched/ios.h"
 #include "sylva/sched/ios_graph.h"
 
 namespace sylva::cnn {
 
-/// Which implementation runs the operators: oneDNN on the CPU, the naive
-/// loops on the CPU, cuDNN (and Sylva's kernels) on CUDA device 0, or
-/// operators given to the constructor.
+/// Which kernels run the operators: oneDNN on the CPU, the naive loops on
+/// the CPU, cuDNN (and Sylva's kernels) on CUDA device 0, or kernels given
+/// to the constructor.
 enum class Impl : uint8_t { onednn, reference, cudnn, custom };
-
-/// The operators' interface (internal: src/backend/cnn_ops.h).
-class CnnOps;
 
 class CnnRunner {
  public:
@@ -37,12 +38,12 @@ class CnnRunner {
   /// convolution of `g`, including those inside sequential nodes; the same
   /// numbers for every Impl. Checks the graph first (channel slices, sizes
   /// of concatenated inputs, output shapes): sylva::Error naming the node.
-  /// All values are allocated here, in the implementation's memory (on the
-  /// GPU for cudnn, with the input and weights uploaded).
+  /// All values are allocated here, in the kernels' backend's memory (on
+  /// the GPU for cudnn, with the input and weights uploaded).
   CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl impl = Impl::onednn);
-  /// The same with operators of one's own (Impl::custom): the tests run
-  /// the GPU's stream logic on a simulator of lanes this way.
-  CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnOps> ops);
+  /// The same with kernels of one's own (Impl::custom), on their backend:
+  /// the tests run the GPU's lane logic on a simulator of lanes this way.
+  CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, std::unique_ptr<CnnKernels> kernels);
   ~CnnRunner();
   CnnRunner(const CnnRunner&) = delete;
   CnnRunner& operator=(const CnnRunner&) = delete;
@@ -50,7 +51,8 @@ class CnnRunner {
   /// Computes node `n` from its inputs' values, which must exist
   /// (sylva::Error naming the missing one otherwise). On the CPU, safe to
   /// call from several threads for nodes whose outputs differ; on a GPU,
-  /// the work is queued on the current stream and run() returns at once.
+  /// the work is queued on the backend's current lane (a CUDA stream) and
+  /// run() returns at once.
   void run(const ios::CnnNode& n);
   /// Runs the convolutions `convs` (which ios::merge_convs accepts) as one
   /// merged convolution and gives each its channel slice of the result. The
@@ -66,6 +68,8 @@ class CnnRunner {
   void synchronize();
   int64_t batch() const { return batch_; }
   Impl impl() const { return impl_; }
+  /// The backend whose memory holds the values and whose lanes run the work.
+  Backend& backend() const;
 
   struct State;
 
@@ -90,8 +94,13 @@ void merge_conv_weights(const ios::MergedConv& m, const std::vector<const ios::C
                         const std::vector<const std::vector<T>*>& weights,
                         const std::vector<const std::vector<T>*>& biases, std::vector<T>& w, std::vector<T>& b);
 
-/// Direct convolution over NCHW (groups, stride, padding), then bias and
-/// activation, accumulating in double: the reference every convolution is
+/// The kernels' description of conv node `n` (keyed by its name).
+ConvSpec conv_spec(const ios::CnnNode& n);
+/// The kernels' description of pool node `n` (keyed by its name).
+PoolSpec pool_spec(const ios::CnnNode& n);
+
+/// conv_reference (sylva/backend/cnn_kernels.h) of conv node `n`: direct
+/// convolution accumulating in double, the reference every convolution is
 /// checked against. `x` is [N, C, H, W]; `y` becomes [N, K, OH, OW].
 template <class T>
 void conv_reference(const ios::CnnNode& n, const std::vector<T>& x, int64_t N, int64_t C, int64_t H, int64_t W,
@@ -101,10 +110,12 @@ void conv_reference(const ios::CnnNode& n, const std::vector<T>& x, int64_t N, i
 /// group in topological order. On the CPU the groups of a concurrent stage
 /// run on their own threads (each with cores / groups threads for its
 /// operators), and a stage of one group, or a merged stage
-/// (CnnRunner::run_merged), uses every core. On a GPU each group of a
-/// concurrent stage gets its own CUDA stream, forked from and joined back
-/// into the main one with events (`cores` is unused); the call returns once
-/// the work is queued.
+/// (CnnRunner::run_merged), uses every core. On a backend that takes calls
+/// from one thread (a GPU) each group of a concurrent stage gets a lane of
+/// its own (Backend::reserve_lanes; groups share lanes round robin when
+/// there are fewer), forked from and joined back into the current lane
+/// with events (`cores` is unused); the call returns once the work is
+/// queued.
 void run_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
               int cores);
 

@@ -197,9 +197,9 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
 }
 
 GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
-    : ps_(ps), backend_(backend_for(o.device)), graph_(ps, backend_), measure_(o.measure_movement),
+    : ps_(ps), backend_(backend_for(o.executor.device)), graph_(ps, backend_), measure_(o.measure_movement),
       opt_(make_strategy_optimizer(o, "dynamic-decl")) {
-  backend_.set_threads(o.threads);
+  backend_.set_threads(o.executor.threads);
   // On a device the parameters stay there and gradients are zeroed there, as
   // in a training loop with the optimiser on the device (Sylva's likewise).
   if (!graph_.param_store().on_host()) graph_.param_store().set_resident(true);

@@ -96,21 +96,17 @@ namespace sylva::bench {
 
 /// Options of the built-in strategies.
 struct StrategyOptions {
-  int threads = 1;
-  /// Where every strategy's kernels run and its values live (the
-  /// libtorch strategies: CPU only).
-  Device device = Device::cpu();
+  /// Every strategy's kernel threads and device (the DyNet and libtorch
+  /// strategies: CPU only; threads 1 here, where ExecutorOptions' 0 leaves
+  /// the backend's setting). The sylva strategies' Executor gets all of it,
+  /// with the engine optimisations switchable for ablations, except
+  /// `policy`, which the strategy's name sets (sylva: Bfs, sylva-serial:
+  /// Serial).
+  ExecutorOptions executor{.threads = 1};
   /// Measure movement_s (Sylva: a profiler observer on every op; the
   /// dynamic-declaration engine: a clock around its copies). Off for
   /// throughput runs, where the clock reads would cost time themselves.
   bool measure_movement = false;
-  /// Sylva's optimisations (ExecutorOptions), switchable for ablations.
-  bool skip_zero_work = true;
-  bool lazy_param_grads = true;
-  bool eager_batching = true;
-  bool fusion = true;
-  bool streaming = true;
-  bool ios = true;
   /// The update after each training step: "none" (step() only), "sgd",
   /// "adagrad" or "adam", at learning rate `lr`. Every strategy runs its
   /// system's own optimiser: Sylva's for sylva, dynamic-decl and padded;

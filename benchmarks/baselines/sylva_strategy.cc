@@ -43,13 +43,16 @@ struct SylvaModel {
   }
 };
 
+// StrategyOptions::executor with the policy the strategy's name says.
+ExecutorOptions with_policy(ExecutorOptions o, BatchingPolicy policy) {
+  o.policy = policy;
+  return o;
+}
+
 class SylvaStrategy final : public Strategy {
  public:
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
-      : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps,
-            {.policy = policy, .device = o.device, .threads = o.threads, .skip_zero_work = o.skip_zero_work,
-             .lazy_param_grads = o.lazy_param_grads, .eager_batching = o.eager_batching,
-             .fusion = o.fusion, .streaming = o.streaming, .ios = o.ios}),
+      : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps, with_policy(o.executor, policy)),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement),
         opt_(make_strategy_optimizer(o, name_)) {
     if (measure_) ex_.set_observer(profiler_.observer());

@@ -66,8 +66,9 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
 
 std::unique_ptr<Optimizer> make_strategy_optimizer(const StrategyOptions& o, const std::string& who) {
   if (o.optimizer == "none") return nullptr;
-  SYLVA_CHECK(o.device.kind == DeviceKind::cpu, "[bench] ", who, ": --optimizer runs on the CPU only for now, not on ",
-              o.device.str(), " (use --optimizer none there)");
+  SYLVA_CHECK(o.executor.device.kind == DeviceKind::cpu, "[bench] ", who,
+              ": --optimizer runs on the CPU only for now, not on ", o.executor.device.str(),
+              " (use --optimizer none there)");
   return examples::make_optimizer(o.optimizer, o.lr, who);
 }
 

@@ -13,9 +13,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -167,45 +165,6 @@ class GemmCounter {
   std::unordered_map<const ir::Graph*, std::vector<bool>> folded_;
 };
 
-// One training step exactly as Trainer::step takes it (zero_grad, forward,
-// backward seeded 1/samples, weight decay, norm or clipping, optimiser),
-// over an Executor built here: TrainerOptions cannot carry the ablations.
-class Stepper {
- public:
-  Stepper(const TreeLstmModel& model, ParameterSet& ps, const SentimentTrainOptions& o, ExecutorOptions eo)
-      : model_(model), ps_(ps), o_(o), opt_(make_optimizer(o.optimizer, o.lr, "bench_roofline")),
-        ex_(model.program, ps, eo) {}
-
-  double step(const GraphBatch& b) {
-    ps_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
-    sparse_valid_ = false;
-    ex_.forward(b, Mode::train);
-    const double loss = ex_.scalar(model_.loss);
-    SYLVA_CHECK(std::isfinite(loss), "[bench_roofline] the loss is ", loss);
-    ex_.backward(model_.loss, 1.0 / b.num_samples());
-    sparse_ = ex_.sparse_grads();
-    if (o_.l2 > 0.0)
-      for (const Parameter* p : ps_.all())
-        if (p->decay) sparse_.erase(p->name);
-    add_weight_decay(ps_, o_.l2);
-    if (o_.clip > 0.0) clip_grad_norm(ps_, o_.clip, &sparse_);
-    else global_grad_norm(ps_, &sparse_);
-    opt_->step(ps_, &sparse_);
-    sparse_valid_ = true;
-    return loss;
-  }
-  Executor& executor() { return ex_; }
-
- private:
-  const TreeLstmModel& model_;
-  ParameterSet& ps_;
-  const SentimentTrainOptions& o_;
-  std::unique_ptr<Optimizer> opt_;
-  Executor ex_;
-  RowSparsity sparse_;
-  bool sparse_valid_ = false;
-};
-
 // ---- Eigen replay, written as src/backend/cpu/kernels_matmul.cc runs it ----
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using CMap = Eigen::Map<const RowMat>;
@@ -311,25 +270,81 @@ int64_t needed_flops(const std::vector<GraphBatch>& batches, const TreeLstmConfi
   return 3 * 2 * (words * c.dim * g + internal * 2 * c.hidden * g + vertices * c.hidden * c.classes);
 }
 
-// Takes one Trainer::step on the first minibatch with a parameter set made
-// like `ps` was, and compares it with the Stepper's warm-up step on `ps`.
-template <class MakeParams>
-std::string check_step(const ParameterSet& ps, double loss, const GraphBatch& batch, const SentimentTrainOptions& so,
-                       MakeParams make_params) {
-  ParameterSet ps2(so.model.dtype, so.seed);
-  make_params(ps2);
-  TreeLstmModel model2(ps2, so.model);
-  Trainer trainer(model2.program, ps2, model2.loss, make_optimizer(so.optimizer, so.lr, "bench_roofline"),
-                  {.policy = so.policy, .clip_norm = so.clip, .weight_decay = so.l2, .seed = so.seed,
-                   .threads = so.threads});
-  const double trainer_loss = trainer.step(batch).loss;
-  bool same = trainer_loss == loss;
-  const std::vector<const Parameter*> a = ps.all(), b = std::as_const(ps2).all();
-  for (size_t i = 0; i < a.size(); ++i)
-    same = same && std::memcmp(a[i]->value.raw(), b[i]->value.raw(), a[i]->value.nbytes()) == 0;
-  SYLVA_CHECK(same, "[bench_roofline] the driver's training step differs from Trainer::step (loss ", loss, " vs ",
-              trainer_loss, "); update Stepper to match src/train/trainer.cc");
-  return "one step bit-identical to Trainer::step (loss and every parameter)";
+// The observed epoch: every GEMM's shape (into `counter`) and the profile.
+Profiler observe_epoch(Trainer& trainer, const std::vector<GraphBatch>& batches, GemmCounter& counter) {
+  Profiler prof;
+  trainer.executor().set_observer([&](const OpEvent& e) {
+    prof.record(e);
+    counter.record(e);
+  });
+  Timer observed;
+  for (const GraphBatch& b : batches) {
+    counter.set_batch_rows(b.num_vertices());
+    trainer.step(b);
+  }
+  prof.add_wall_time(observed.seconds());
+  trainer.executor().set_observer({});
+  return prof;
+}
+
+// Timed epochs (no observer) interleaved with replays of the counted GEMMs,
+// so drift of the machine hits both alike.
+struct Timings {
+  Series epoch_s, replay_s, ratio;
+  std::map<Gemm, Series> shape_s;
+};
+
+Timings time_epochs(Trainer& trainer, const std::vector<GraphBatch>& batches, const GemmCounter& counter,
+                    int64_t hidden, int repeats) {
+  std::vector<Gemm> gemms;
+  for (const auto& kv : counter.shapes) gemms.push_back(kv.first);
+  SYLVA_CHECK(!gemms.empty(), "[bench_roofline] no GEMM observed in an epoch");
+  GemmBuffers buffers(gemms);
+  Timings t;
+  for (int r = 0; r < repeats; ++r) {
+    Timer epoch;
+    for (const GraphBatch& b : batches) trainer.step(b);
+    t.epoch_s.values.push_back(epoch.seconds());
+    double replayed = 0;
+    for (const auto& [g, sec] : replay(counter.shapes, buffers)) {
+      t.shape_s[g].values.push_back(sec);
+      replayed += sec;
+    }
+    t.replay_s.values.push_back(replayed);
+    t.ratio.values.push_back(replayed / t.epoch_s.values.back());
+    std::fprintf(stderr, "[roofline] h=%ld: repeat %d/%d: epoch %.3f s, Eigen replay %.3f s\n",
+                 static_cast<long>(hidden), r + 1, repeats, t.epoch_s.values.back(), replayed);
+  }
+  return t;
+}
+
+// The GEMM work by site and op, and the five largest shapes.
+void print_breakdown(const std::map<std::pair<GemmSite, std::string>, Work>& by_site,
+                     std::vector<std::pair<Gemm, Work>> by_shape, const Work& total) {
+  std::printf("\nGEMMs by site and op:\n\n| site | op | calls | GFLOP | share | in training GFLOP/s | Eigen replay "
+              "GFLOP/s |\n|---|---|---:|---:|---:|---:|---:|\n");
+  for (const auto& [key, w] : by_site)
+    std::printf("| %s | %s | %s\n", site_name(key.first), key.second.c_str(), w.row(total).c_str());
+  std::sort(by_shape.begin(), by_shape.end(), [](const auto& x, const auto& y) { return x.second.flops > y.second.flops; });
+  std::printf("\ntop GEMM shapes by FLOPs:\n\n| M | K | N | op | site | calls | GFLOP | share | in training GFLOP/s "
+              "| Eigen replay GFLOP/s |\n|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < by_shape.size() && i < 5; ++i) {
+    const auto& [g, w] = by_shape[i];
+    std::printf("| %ld | %ld | %ld | %s | %s | %s\n", static_cast<long>(g.m), static_cast<long>(g.k),
+                static_cast<long>(g.n), g.op().c_str(), site_name(g.site), w.row(total).c_str());
+  }
+}
+
+nlohmann::json profile_json(const Profiler& prof) {
+  nlohmann::json profile = nlohmann::json::object();
+  for (size_t c = 0; c < static_cast<size_t>(OpCategory::count_); ++c) {
+    const Profiler::Stat& st = prof.category(static_cast<OpCategory>(c));
+    if (st.calls > 0) profile[category_name(static_cast<OpCategory>(c))] = {{"s", st.seconds}, {"calls", st.calls}};
+  }
+  profile["task loop"] = {{"s", prof.task_loop_seconds()}};
+  profile["outside ops"] = {{"s", prof.outside_seconds()}};
+  profile["wall"] = {{"s", prof.wall_seconds()}};
+  return profile;
 }
 
 nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& batches, int64_t hidden,
@@ -338,85 +353,44 @@ nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& bat
   so.model.vocab = tb.vocab.size();
   so.model.dim = o.embed;
   so.model.hidden = hidden;
-  so.seed = o.seed;
-  so.threads = o.threads;
   const TreeLstmConfig& cfg = so.model;
   ExecutorOptions eo = o.executor;
   eo.policy = so.policy;
   eo.seed = o.seed;
   eo.threads = o.threads;
-  const auto make_params = [&](ParameterSet& ps) {
-    add_tree_lstm_params(ps, cfg);
-    ps["E"].lr_scale = so.emb_lr_scale;
-  };
   ParameterSet ps(cfg.dtype, o.seed);
-  make_params(ps);
+  add_tree_lstm_params(ps, cfg);
+  ps["E"].lr_scale = so.emb_lr_scale;
   TreeLstmModel model(ps, cfg);
-  Stepper stepper(model, ps, so, eo);
+  Trainer trainer(model.program, ps, model.loss, make_optimizer(so.optimizer, so.lr, "bench_roofline"),
+                  {.executor = eo, .clip_norm = so.clip, .weight_decay = so.l2});
   std::printf("\n## hidden %ld (d=%ld, params %ld)\n", static_cast<long>(hidden), static_cast<long>(cfg.dim),
               static_cast<long>(ps.numel()));
 
-  // Warm-up on the first minibatch; with the default executor options it
-  // is also checked against Trainer::step on an identically made parameter set.
-  const double warm_loss = stepper.step(batches.front());
-  const bool defaults = std::all_of(std::begin(kAblations), std::end(kAblations),
-                                    [&](const Ablation& a) { return eo.*a.field == ExecutorOptions{}.*a.field; });
-  const std::string check = defaults ? check_step(ps, warm_loss, batches.front(), so, make_params)
-                                     : "skipped (ablations: compared only with the default executor options)";
-  std::printf("warm-up: 1 minibatch; %s\n", check.c_str());
+  trainer.step(batches.front());  // warm-up on the first minibatch
+  std::printf("warm-up: 1 minibatch\n");
 
-  // The observed epoch: GEMM shapes and the profile.
   std::fprintf(stderr, "[roofline] h=%ld: observed epoch (%zu minibatches)\n", static_cast<long>(hidden),
                batches.size());
-  Profiler prof;
-  GemmCounter counter(stepper.executor(), ps);
-  stepper.executor().set_observer([&](const OpEvent& e) {
-    prof.record(e);
-    counter.record(e);
-  });
-  Timer observed;
-  for (const GraphBatch& b : batches) {
-    counter.set_batch_rows(b.num_vertices());
-    stepper.step(b);
-  }
-  const double observed_wall_s = observed.seconds();
-  prof.add_wall_time(observed_wall_s);
-  stepper.executor().set_observer({});
-
-  // Timed epochs (no observer) interleaved with replays, so drift of the machine hits both alike.
-  std::vector<Gemm> gemms;
-  for (const auto& kv : counter.shapes) gemms.push_back(kv.first);
-  SYLVA_CHECK(!gemms.empty(), "[bench_roofline] no GEMM observed in an epoch");
-  GemmBuffers buffers(gemms);
-  Series epoch_s, replay_s, ratio;
-  std::map<Gemm, Series> shape_s;
-  for (int r = 0; r < o.repeats; ++r) {
-    Timer t;
-    for (const GraphBatch& b : batches) stepper.step(b);
-    epoch_s.values.push_back(t.seconds());
-    double replayed = 0;
-    for (const auto& [g, sec] : replay(counter.shapes, buffers)) {
-      shape_s[g].values.push_back(sec);
-      replayed += sec;
-    }
-    replay_s.values.push_back(replayed);
-    ratio.values.push_back(replayed / epoch_s.values.back());
-    std::fprintf(stderr, "[roofline] h=%ld: repeat %d/%d: epoch %.3f s, Eigen replay %.3f s\n",
-                 static_cast<long>(hidden), r + 1, o.repeats, epoch_s.values.back(), replayed);
-  }
+  GemmCounter counter(trainer.executor(), ps);
+  const Profiler prof = observe_epoch(trainer, batches, counter);
+  const double observed_wall_s = prof.wall_seconds();
+  const Timings timings = time_epochs(trainer, batches, counter, hidden, o.repeats);
+  const Series &epoch_s = timings.epoch_s, &replay_s = timings.replay_s, &ratio = timings.ratio;
+  const std::map<Gemm, Series>& shape_s = timings.shape_s;
 
   Work total;
   std::map<std::pair<GemmSite, std::string>, Work> by_site;
   std::vector<std::pair<Gemm, Work>> by_shape;
   nlohmann::json shapes_json = nlohmann::json::array();
   for (const auto& [g, s] : counter.shapes) {
-    Work w{g.flops() * s.calls, s.calls, s.observed_s, shape_s[g].median()};
+    Work w{g.flops() * s.calls, s.calls, s.observed_s, shape_s.at(g).median()};
     total += w;
     by_site[{g.site, g.op()}] += w;
     by_shape.emplace_back(g, w);
     shapes_json.push_back({{"m", g.m}, {"k", g.k}, {"n", g.n}, {"trans_a", g.ta}, {"trans_b", g.tb},
                            {"accumulate", g.acc}, {"site", site_name(g.site)}, {"calls", s.calls},
-                           {"flops", w.flops}, {"observed_s", s.observed_s}, {"replay_s", shape_s[g].values}});
+                           {"flops", w.flops}, {"observed_s", s.observed_s}, {"replay_s", shape_s.at(g).values}});
   }
   const int64_t needed = needed_flops(batches, cfg);
   const double flops = static_cast<double>(total.flops);
@@ -436,34 +410,14 @@ nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& bat
               flops * 1e-9, spread(epoch_s, "%.3f").c_str(), achieved, spread(replay_s, "%.3f").c_str(), eigen,
               achieved / eigen, ratio.min(), ratio.max());
 
-  std::printf("\nGEMMs by site and op:\n\n| site | op | calls | GFLOP | share | in training GFLOP/s | Eigen replay "
-              "GFLOP/s |\n|---|---|---:|---:|---:|---:|---:|\n");
-  for (const auto& [key, w] : by_site)
-    std::printf("| %s | %s | %s\n", site_name(key.first), key.second.c_str(), w.row(total).c_str());
-  std::sort(by_shape.begin(), by_shape.end(), [](const auto& x, const auto& y) { return x.second.flops > y.second.flops; });
-  std::printf("\ntop GEMM shapes by FLOPs:\n\n| M | K | N | op | site | calls | GFLOP | share | in training GFLOP/s "
-              "| Eigen replay GFLOP/s |\n|---:|---:|---:|---|---|---:|---:|---:|---:|---:|\n");
-  for (size_t i = 0; i < by_shape.size() && i < 5; ++i) {
-    const auto& [g, w] = by_shape[i];
-    std::printf("| %ld | %ld | %ld | %s | %s | %s\n", static_cast<long>(g.m), static_cast<long>(g.k),
-                static_cast<long>(g.n), g.op().c_str(), site_name(g.site), w.row(total).c_str());
-  }
-
-  nlohmann::json profile = nlohmann::json::object();
-  for (size_t c = 0; c < static_cast<size_t>(OpCategory::count_); ++c) {
-    const Profiler::Stat& st = prof.category(static_cast<OpCategory>(c));
-    if (st.calls > 0) profile[category_name(static_cast<OpCategory>(c))] = {{"s", st.seconds}, {"calls", st.calls}};
-  }
-  profile["task loop"] = {{"s", prof.task_loop_seconds()}};
-  profile["outside ops"] = {{"s", prof.outside_seconds()}};
-  profile["wall"] = {{"s", prof.wall_seconds()}};
-  return {{"hidden", hidden}, {"embed", cfg.dim}, {"params", ps.numel()}, {"step_check", check},
+  print_breakdown(by_site, by_shape, total);
+  return {{"hidden", hidden}, {"embed", cfg.dim}, {"params", ps.numel()},
           {"gemm_flops", total.flops}, {"needed_flops", needed}, {"gemm_calls", total.calls},
           {"distinct_gemms", counter.shapes.size()}, {"epoch_s", epoch_s.values},
           {"epoch_s_median", epoch_s.median()}, {"achieved_gflops", achieved}, {"replay_s", replay_s.values},
           {"replay_s_median", replay_s.median()}, {"eigen_gflops", eigen}, {"fraction", achieved / eigen},
           {"fraction_per_repeat", ratio.values}, {"observed_epoch_s", observed_wall_s},
-          {"observed_gemm_s", total.observed_s}, {"profile", profile}, {"gemms", shapes_json}};
+          {"observed_gemm_s", total.observed_s}, {"profile", profile_json(prof)}, {"gemms", shapes_json}};
 }
 
 // The rate of one large GEMM, for scale: what Eigen reaches on this machine.

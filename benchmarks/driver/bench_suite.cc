@@ -147,10 +147,10 @@ nlohmann::json to_json(const Row& r) {
 }
 
 StrategyOptions strategy_options(const Options& o) {
-  return {.threads = o.threads, .device = Device::parse(o.device), .measure_movement = o.measure_movement,
-          .skip_zero_work = !o.no_skip_zero_work, .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager,
-          .fusion = !o.no_fusion, .streaming = !o.no_streaming, .ios = !o.no_ios, .optimizer = o.optimizer,
-          .lr = o.lr};
+  return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .skip_zero_work = !o.no_skip_zero_work,
+                       .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
+                       .streaming = !o.no_streaming, .ios = !o.no_ios},
+          .measure_movement = o.measure_movement, .optimizer = o.optimizer, .lr = o.lr};
 }
 
 std::unique_ptr<Strategy> make(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, const Options& o) {

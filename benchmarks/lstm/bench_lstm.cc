@@ -45,7 +45,7 @@ double measure(const std::vector<InputGraph>& samples, LstmLmConfig cfg, Batchin
   add_lstm_lm_params(ps, cfg);
   LstmLm model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = 1.0}},
-                  {.policy = policy, .clip_norm = 5.0, .seed = 1, .threads = threads});
+                  {.executor = {.policy = policy, .seed = 1, .threads = threads}, .clip_norm = 5.0});
   std::vector<GraphBatch> batches;
   for (size_t b = 0; b < samples.size(); b += static_cast<size_t>(batch))
     batches.push_back(GraphBatch::of(std::span(samples).subspan(b, std::min(samples.size() - b, static_cast<size_t>(batch)))));

@@ -32,7 +32,7 @@ double measure(const Treebank& tb, const TreeLstmConfig& cfg, BatchingPolicy pol
   add_tree_lstm_params(ps, cfg);
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, Adagrad({.lr = 0.05}),
-                  {.policy = policy, .weight_decay = 1e-4, .seed = seed, .threads = threads});
+                  {.executor = {.policy = policy, .seed = seed, .threads = threads}, .weight_decay = 1e-4});
   std::vector<GraphBatch> batches;
   for (size_t b = 0; b < sentences; b += static_cast<size_t>(batch)) {
     std::vector<const InputGraph*> ptrs;

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     add_tree_fc_params(ps, cfg);
     TreeFcModel model(ps, cfg);
     Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
-                    {.policy = pol, .seed = seed, .threads = threads, .device = Device::parse(device)});
+                    {.executor = {.policy = pol, .device = Device::parse(device), .seed = seed, .threads = threads}});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "

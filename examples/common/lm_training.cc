@@ -47,8 +47,9 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   add_lstm_lm_params(ps, o.model);
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
-                  {.policy = o.policy, .clip_norm = o.clip, .seed = o.seed, .threads = o.threads,
-                   .device = Device::parse(o.device), .sync_parameters = false});  // synced before each checkpoint
+                  {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
+                                .threads = o.threads},
+                   .clip_norm = o.clip, .sync_parameters = false});  // synced before each checkpoint
   if (log) {
     const LstmLmConfig& m = o.model;
     std::fprintf(log,

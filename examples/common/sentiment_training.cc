@@ -41,8 +41,10 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   ps["E"].lr_scale = o.emb_lr_scale;
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
-                  {.policy = o.policy, .clip_norm = o.clip, .weight_decay = o.l2, .seed = o.seed, .threads = o.threads,
-                   .device = Device::parse(o.device), .sync_parameters = false});  // synced before each checkpoint
+                  {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
+                                .threads = o.threads},
+                   .clip_norm = o.clip, .weight_decay = o.l2,
+                   .sync_parameters = false});  // synced before each checkpoint
   if (log)
     std::fprintf(log, "model: %s cell d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
                  tree_lstm_cell_name(cfg.cell), static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden),

@@ -29,10 +29,6 @@ const Program& checked(const Program& program, Symbol loss, const TrainerOptions
   return program;
 }
 
-ExecutorOptions executor_options(const TrainerOptions& o) {
-  return {.policy = o.policy, .device = o.device, .backend = o.backend, .seed = o.seed, .threads = o.threads};
-}
-
 }  // namespace
 
 Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std::unique_ptr<Optimizer> optimizer,
@@ -42,7 +38,7 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
       loss_(loss),
       optimizer_(std::move(optimizer)),
       options_(options),
-      executor_(program_, params, executor_options(options)) {
+      executor_(program_, params, options.executor) {
   SYLVA_CHECK(optimizer_ != nullptr, "[trainer] no optimiser given (null unique_ptr)");
   ParamStore& store = executor_.param_store();
   on_device_ = options_.optimizer_on_device && !store.on_host() && executor_.backend().has_optimiser_kernels();

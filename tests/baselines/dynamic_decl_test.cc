@@ -54,7 +54,7 @@ struct Result {
 
 // One training step of `name` on `batch`; every gradient copied out.
 Result run(const std::string& name, const ModelConfig& cfg, ParameterSet& ps, std::span<const InputGraph> batch) {
-  auto s = make_builtin_strategy(name, cfg, ps, {.threads = 1, .measure_movement = true});
+  auto s = make_builtin_strategy(name, cfg, ps, {.executor = {.threads = 1}, .measure_movement = true});
   StepStats st = s->step(batch, /*train=*/true);
   Result r{st.loss, {}};
   for (const Parameter* p : ps.all()) r.grads.push_back(p->grad.clone());

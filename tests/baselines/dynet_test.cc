@@ -140,7 +140,8 @@ TEST(DynetBaselines, Errors) {
   std::unique_ptr<ParameterSet> ps = params(cfg);
   EXPECT_CONTAINS(test::error_of([&] { make_dynet_strategy("dynet-fast", cfg, *ps, {}); }),
                   "unknown strategy 'dynet-fast'");
-  EXPECT_CONTAINS(test::error_of([&] { make_dynet_strategy("dynet", cfg, *ps, {.threads = 2}); }), "one thread");
+  EXPECT_CONTAINS(test::error_of([&] { make_dynet_strategy("dynet", cfg, *ps, {.executor = {.threads = 2}}); }),
+                  "one thread");
   EXPECT_CONTAINS(test::error_of([&] { make_dynet_strategy("dynet", cfg, *ps, {.optimizer = "rmsprop"}); }),
                   "unknown optimizer 'rmsprop'");
   std::unique_ptr<DynetStrategy> s = make_dynet_strategy("dynet", cfg, *ps, {});

@@ -369,7 +369,7 @@ TEST_F(CudaBackendTest, TheOptimiserOnTheGpuMatchesTheCpu) {
     for (TreeNet* n : {&host_net, &gpu_net}) n->ps["W"].decay = true;
     const TrainerOptions o{.clip_norm = 0.5, .weight_decay = 0.01};
     TrainerOptions on_gpu_options = o;
-    on_gpu_options.device = Device::cuda();
+    on_gpu_options.executor.device = Device::cuda();
     Trainer on_cpu(host_net.p, host_net.ps, host_net.loss, optimiser(), o);
     Trainer on_gpu(gpu_net.p, gpu_net.ps, gpu_net.loss, optimiser(), on_gpu_options);
     ASSERT_TRUE(on_gpu.optimizer_on_device());

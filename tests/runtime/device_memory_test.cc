@@ -184,9 +184,9 @@ TEST(SimDevice, TheTrainerUploadsOnlyTheRowsItsOptimiserChanged) {
       return std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
     };
     Net cpu(kBigVocab), sim(kBigVocab);
-    Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, optimiser(), {.seed = 2});
+    Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, optimiser(), {.executor = {.seed = 2}});
     Trainer on_sim(sim.p, sim.ps, sim.loss, optimiser(),
-                   {.seed = 2, .backend = &test::sim_device(), .optimizer_on_device = false});
+                   {.executor = {.backend = &test::sim_device(), .seed = 2}, .optimizer_on_device = false});
     EXPECT_FALSE(on_sim.optimizer_on_device());
     const auto table_bytes = static_cast<uint64_t>(sim.ps["E"].value.nbytes());
     for (size_t k = 0; k < 4; ++k) {  // one batch again and again: a row left stale would be read
@@ -228,9 +228,9 @@ TEST(SimDevice, TheOptimiserOnTheDeviceGivesTheCpusParameters) {
     for (Net* n : {&cpu, &sim}) {
       for (Parameter* prm : n->ps.all()) prm->decay = prm->name == "W";
     }
-    const TrainerOptions o{.clip_norm = 0.5, .weight_decay = 0.01, .seed = 2};
+    const TrainerOptions o{.executor = {.seed = 2}, .clip_norm = 0.5, .weight_decay = 0.01};
     TrainerOptions on_sim_options = o;
-    on_sim_options.backend = &test::sim_device();
+    on_sim_options.executor.backend = &test::sim_device();
     Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, make_optimiser(which), o);
     Trainer on_sim(sim.p, sim.ps, sim.loss, make_optimiser(which), on_sim_options);
     ASSERT_TRUE(on_sim.optimizer_on_device());
@@ -263,7 +263,7 @@ TEST(SimDevice, ParametersOnTheDeviceComeBackWhenAsked) {
   const std::vector<GraphBatch> bs = batches(keep);
   Net net;
   Trainer t(net.p, net.ps, net.loss, Sgd{{.lr = 0.1}},
-            {.seed = 2, .backend = &test::sim_device(), .sync_parameters = false});
+            {.executor = {.backend = &test::sim_device(), .seed = 2}, .sync_parameters = false});
   const Tensor before = net.ps["W"].value.clone();
   t.step(bs[0]);
   EXPECT_EQ(test::relative_error(net.ps["W"].value, before), 0.0) << "not synced yet";

@@ -198,8 +198,9 @@ TEST(Trainer, WeightDecayAddsL2TimesValue) {
 TEST(Trainer, SerialAndBfsTrainIdentically) {
   std::vector<InputGraph> data = make_trees(12, 9);
   Model serial(11), bfs(11);
-  Trainer ts(serial.program, serial.ps, serial.loss, Adagrad{{.lr = 0.1}}, {.policy = BatchingPolicy::Serial});
-  Trainer tb(bfs.program, bfs.ps, bfs.loss, Adagrad{{.lr = 0.1}}, {.policy = BatchingPolicy::Bfs});
+  Trainer ts(serial.program, serial.ps, serial.loss, Adagrad{{.lr = 0.1}},
+             {.executor = {.policy = BatchingPolicy::Serial}});
+  Trainer tb(bfs.program, bfs.ps, bfs.loss, Adagrad{{.lr = 0.1}}, {.executor = {.policy = BatchingPolicy::Bfs}});
   for (int step = 0; step < 3; ++step) {
     const GraphBatch batch = GraphBatch::of(std::span<const InputGraph>(data).subspan(4 * static_cast<size_t>(step), 4));
     StepResult rs = ts.step(batch), rb = tb.step(batch);
@@ -210,6 +211,36 @@ TEST(Trainer, SerialAndBfsTrainIdentically) {
   EXPECT_LT(tb.executor().schedule().tasks.size(), ts.executor().schedule().tasks.size());
   std::vector<double> a = flat_values(serial.ps), b = flat_values(bfs.ps);
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-12);
+}
+
+// TrainerOptions::executor reaches the Executor as given (every engine
+// optimisation switched off here), and training without the optimisations
+// gives the default options' losses and parameters.
+TEST(Trainer, PassesItsExecutorOptionsUnchanged) {
+  std::vector<InputGraph> data = make_trees(8, 10);
+  const GraphBatch batch = GraphBatch::of(data);
+  const ExecutorOptions plain{.policy = BatchingPolicy::Serial, .seed = 9, .threads = 1, .skip_zero_work = false,
+                              .lazy_param_grads = false, .eager_batching = false, .fusion = false,
+                              .streaming = false, .ios = false, .ios_options = {.r = 2, .s = 4}};
+  Model a(12), b(12);
+  Trainer unoptimised(a.program, a.ps, a.loss, Adam{{.lr = 0.01}}, {.executor = plain, .clip_norm = 1.0});
+  Trainer optimised(b.program, b.ps, b.loss, Adam{{.lr = 0.01}}, {.clip_norm = 1.0});
+  const ExecutorOptions& got = unoptimised.executor().options();
+  EXPECT_EQ(got.policy, plain.policy);
+  EXPECT_EQ(got.seed, plain.seed);
+  EXPECT_EQ(got.threads, plain.threads);
+  EXPECT_FALSE(got.skip_zero_work || got.lazy_param_grads || got.eager_batching || got.fusion || got.streaming ||
+               got.ios);
+  EXPECT_EQ(got.ios_options.r, 2);
+  EXPECT_EQ(got.ios_options.s, 4);
+  EXPECT_EQ(unoptimised.options().executor.policy, BatchingPolicy::Serial);
+  for (int step = 0; step < 3; ++step) {
+    const StepResult ru = unoptimised.step(batch), ro = optimised.step(batch);
+    EXPECT_NEAR(ru.loss, ro.loss, 1e-12 * std::abs(ro.loss)) << "step " << step;
+    EXPECT_NEAR(ru.grad_norm, ro.grad_norm, 1e-12 * ro.grad_norm) << "step " << step;
+  }
+  const std::vector<double> va = flat_values(a.ps), vb = flat_values(b.ps);
+  for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], 1e-12) << i;
 }
 
 TEST(Trainer, NonFiniteLossThrowsBeforeAnyUpdate) {

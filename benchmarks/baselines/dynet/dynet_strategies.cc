@@ -365,9 +365,10 @@ std::unique_ptr<DynetStrategy> make_dynet_strategy(const std::string& name, cons
                                                    const StrategyOptions& o) {
   SYLVA_CHECK(name == "dynet" || name == "dynet-autobatch", "[dynet] unknown strategy '", name,
               "' (dynet or dynet-autobatch)");
-  SYLVA_CHECK(o.device.kind == DeviceKind::cpu, "[dynet] the DyNet strategies run on the CPU only (DyNet is built "
-              "without CUDA here), not on ", o.device.str());
-  SYLVA_CHECK(o.threads == 1, "[dynet] DyNet's CPU build runs on one thread; got --threads ", o.threads);
+  SYLVA_CHECK(o.executor.device.kind == DeviceKind::cpu, "[dynet] the DyNet strategies run on the CPU only (DyNet is "
+              "built without CUDA here), not on ", o.executor.device.str());
+  SYLVA_CHECK(o.executor.threads == 1, "[dynet] DyNet's CPU build runs on one thread; got --threads ",
+              o.executor.threads);
   // Every copy in and out reads the parameters as float.
   SYLVA_CHECK(cfg.dtype == DType::f32 && ps.dtype() == DType::f32,
               "[dynet] DyNet computes in float: f32 only, not ", dtype_name(ps.dtype()));

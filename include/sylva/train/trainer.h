@@ -18,20 +18,21 @@ enum class LossScale : uint8_t {
   none,        ///< backward with seed 1: gradients of the loss as the program computes it
 };
 
+/// What a Trainer does: how its executor runs (`executor`, passed to the
+/// Executor unchanged) and what it does around each step.
+///
+/// @code
+/// TrainerOptions o{.executor = {.policy = BatchingPolicy::Serial, .seed = 7}, .clip_norm = 5.0};
+/// @endcode
 struct TrainerOptions {
-  BatchingPolicy policy = BatchingPolicy::Bfs;
+  /// Batching policy, device, backend, seed, threads and the engine
+  /// optimisations of the trainer's Executor.
+  ExecutorOptions executor = {};
   /// Global gradient-norm clipping threshold (clip_grad_norm); 0 = off.
   double clip_norm = 0.0;
   /// L2 coefficient for add_weight_decay (parameters with `decay` set); 0 = off.
   double weight_decay = 0.0;
   LossScale normalisation = LossScale::per_sample;
-  /// Seed of random ops (dropout).
-  uint64_t seed = 0;
-  /// Threads for kernels; 0 leaves the backend's setting.
-  int threads = 0;
-  Device device = Device::cpu();
-  /// A backend to use instead of backend_for(device) (ExecutorOptions::backend).
-  Backend* backend = nullptr;
   /// On a device whose backend has optimiser kernels (CUDA): keep the
   /// parameters there and run weight decay, clipping and the optimiser
   /// there, so a step moves no parameters or gradients between host and
@@ -92,7 +93,8 @@ class Trainer {
   /// Parameters and gradients are untouched.
   double evaluate(const GraphBatch& batch);
 
-  /// The executor, e.g. to read other symbols' values after step()/evaluate().
+  /// The executor, e.g. to read other symbols' values after step()/evaluate(),
+  /// or to time each op with an observer (Executor::set_observer).
   Executor& executor() { return executor_; }
   const Executor& executor() const { return executor_; }
   Optimizer& optimizer() { return *optimizer_; }

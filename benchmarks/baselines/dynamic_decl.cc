@@ -1,3 +1,5 @@
+// The dynamic-declaration engine: declaration, grouping and the forward
+// pass (the backward pass is in dynamic_decl_backward.cc).
 #include "dynamic_decl.h"
 
 #include <algorithm>
@@ -5,17 +7,9 @@
 #include <limits>
 #include <unordered_map>
 
+#include "dynamic_decl_internal.h"
+
 namespace sylva::bench::dd {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Element k of a flat [n, 1] view: indices for the device's gathers and
-// scatters, which move elements of values that need not start on a row.
-MatView elements(Buffer& b, int64_t n, DType dtype) { return {b.data(), n, 1, dtype}; }
-
-}  // namespace
 
 const char* op_name(Op op) {
   switch (op) {
@@ -388,8 +382,14 @@ void Graph::run_group(const Group& g) {
     value_elems_ += n.rows * n.cols;
   }
   const MatView out = value_view(out_offset, g.rows, first.cols);
+  gather_inputs(g, members);
+  const double copied = time_movement_ && !moves_data(first.op) ? seconds_since(start) : 0.0;
+  forward_op(g, members, out);
+  if (time_movement_) stats_.movement_s += moves_data(first.op) ? seconds_since(start) : copied;
+}
 
-  // Inputs: in place when consecutive, else copied into a contiguous block.
+void Graph::gather_inputs(const Group& g, std::span<const Expr> members) {
+  const Node& first = nodes_[static_cast<size_t>(members[0])];
   for (int k = 0; k < first.nargs; ++k) {
     const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
     bool contiguous = true;
@@ -428,33 +428,19 @@ void Graph::run_group(const Group& g) {
       stats_.copied_rows += a.rows;
     }
   }
-  const double copied = time_movement_ && !moves_data(first.op) ? seconds_since(start) : 0.0;
+}
 
-  const auto ids_view = [&](int64_t) { return group_ids(members); };
-
+void Graph::forward_op(const Group& g, std::span<const Expr> members, MatView out) {
+  const Node& first = nodes_[static_cast<size_t>(members[0])];
   using ir::OpKind;
   switch (first.op) {
     case Op::Lookup: {
-      MatView in[2] = {store_.value(first.param->name), ids_view(g.rows)};
+      MatView in[2] = {store_.value(first.param->name), group_ids(members)};
       kernel(OpKind::Lookup, in, out);
       break;
     }
     case Op::Constant:
-      for (Expr e : members) {
-        const Node& n = nodes_[static_cast<size_t>(e)];
-        MatView v = value_view(n.offset, n.rows, n.cols);
-        if (n.consts_first < 0) {
-          backend_.fill_zero(v);
-          continue;
-        }
-        const double* c = consts_.data() + n.consts_first;
-        if (dtype_ == DType::f64) {
-          backend_.upload(v.data, c, static_cast<size_t>(n.rows * n.cols) * sizeof(double));
-        } else {
-          const_staging_.assign(c, c + n.rows * n.cols);
-          backend_.upload(v.data, const_staging_.data(), const_staging_.size() * sizeof(float));
-        }
-      }
+      upload_constants(members);
       break;
     case Op::MatMul: {
       MatView in[2] = {input_block(g, 0), store_.value(first.param->name)};
@@ -489,166 +475,31 @@ void Graph::run_group(const Group& g) {
       break;
     }
     case Op::Xent: {
-      MatView in[2] = {input_block(g, 0), ids_view(g.rows)};
+      MatView in[2] = {input_block(g, 0), group_ids(members)};
       MatView l = scratch(0, 1, 1);
       kernel(OpKind::SoftmaxCrossEntropy, in, l);
       stats_.loss += scalar(l);
       break;
     }
   }
-  if (time_movement_) stats_.movement_s += moves_data(first.op) ? seconds_since(start) : copied;
 }
 
-void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
-  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
-  const Node& first = nodes_[static_cast<size_t>(members[0])];
-  if (in_place) {
-    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
-    backend_.accumulate(d, grad_view(a0.offset, g.rows, a0.cols));
-    return;
-  }
-  // Scattered back row block by row block: data movement.
-  const Clock::time_point start = time_movement_ && !moves_data(first.op) ? Clock::now() : Clock::time_point{};
-  if (host_) {
-    int64_t row = 0;
-    for (Expr e : members) {
-      const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-      backend_.accumulate(d.block(row, a.rows), grad_view(a.offset, a.rows, a.cols));
-      row += a.rows;
+void Graph::upload_constants(std::span<const Expr> members) {
+  for (Expr e : members) {
+    const Node& n = nodes_[static_cast<size_t>(e)];
+    MatView v = value_view(n.offset, n.rows, n.cols);
+    if (n.consts_first < 0) {
+      backend_.fill_zero(v);
+      continue;
     }
-  } else {  // one kernel adding every element to its place
-    input_elements(members, k);
-    scatter_elements(d);
-  }
-  if (time_movement_ && !moves_data(first.op)) stats_.movement_s += seconds_since(start);
-}
-
-void Graph::backward() {
-  SYLVA_CHECK(forwarded_, "[dynamic_decl] backward() needs a forward() of the current graph");
-  SYLVA_CHECK(training_, "[dynamic_decl] backward() after a forward() without training=true");
-  auto t0 = Clock::now();
-  grads_.reserve(static_cast<size_t>(std::max<int64_t>(value_elems_, 1)) * esize_);
-  backend_.fill_zero({grads_.data(), value_elems_, 1, dtype_});
-  touched_.clear();
-  for (size_t i = groups_.size(); i-- > 0;) backward_group(groups_[i]);
-  for (auto& [name, rows] : touched_) {
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-  }
-  store_.flush_grads(touched_);  // a device's gradients into the ParameterSet
-  stats_.compute_s += seconds_since(t0);
-}
-
-void Graph::backward_group(const Group& g) {
-  using ir::OpKind;
-  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
-  const Node& first = nodes_[static_cast<size_t>(members[0])];
-  const Clock::time_point start = time_movement_ && moves_data(first.op) ? Clock::now() : Clock::time_point{};
-  const MatView dy = grad_view(first.offset, g.rows, first.cols);
-  const MatView y = value_view(first.offset, g.rows, first.cols);
-  const auto in_place = [&](int k) { return gathered_offsets_[static_cast<size_t>(g.gathered_first + k)] < 0; };
-  const auto grad_into = [&](int k, OpKind op, std::span<const MatView> in, KernelOptions opts = {}) {
-    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
-    MatView d = scratch(1, g.rows, a0.cols);
-    kernel(op, in, d, opts);
-    add_input_grad(g, k, d, in_place(k));
-  };
-  const auto ids_view = [&]() { return group_ids(members); };
-
-  switch (first.op) {
-    case Op::Constant: break;
-    case Op::Lookup: {
-      Parameter& table = *first.param;
-      group_ids(members);
-      const std::span<const int32_t> rows = ids_host_;
-      backend_.add_rows(dy, {}, store_.grad(table.name), rows);
-      auto& touched = touched_[table.name];
-      for (int32_t r : rows)
-        if (r >= 0) touched.push_back(r);
-      break;
-    }
-    case Op::MatMul: {
-      Parameter& w = *first.param;
-      MatView x = input_block(g, 0);
-      MatView wv = store_.value(w.name);
-      MatView dx_in[2] = {dy, wv};
-      if (in_place(0)) {  // dX += dY·Wᵀ straight into the input's gradient
-        const Node& a0 = nodes_[static_cast<size_t>(arg(first, 0))];
-        kernel(OpKind::MatMul, dx_in, grad_view(a0.offset, g.rows, a0.cols), {.trans_b = true, .accumulate = true});
-      } else {
-        grad_into(0, OpKind::MatMul, dx_in, {.trans_b = true});
-      }
-      MatView dw_in[2] = {x, dy};  // dW += Xᵀ·dY
-      kernel(OpKind::MatMul, dw_in, store_.grad(w.name), {.trans_a = true, .accumulate = true});
-      break;
-    }
-    case Op::AddBias: {
-      add_input_grad(g, 0, dy, in_place(0));
-      Parameter& b = *first.param;
-      MatView s = scratch(2, 1, first.cols);
-      MatView in[1] = {dy};
-      kernel(OpKind::SumRows, in, s);
-      backend_.accumulate(s, store_.grad(b.name));
-      break;
-    }
-    case Op::Add:
-      add_input_grad(g, 0, dy, in_place(0));
-      add_input_grad(g, 1, dy, in_place(1));
-      break;
-    case Op::Mul: {
-      MatView a = input_block(g, 0), b = input_block(g, 1);
-      MatView in0[2] = {dy, b};
-      grad_into(0, OpKind::Mul, in0);
-      MatView in1[2] = {dy, a};
-      grad_into(1, OpKind::Mul, in1);
-      break;
-    }
-    case Op::Tanh: case Op::Sigmoid: {
-      MatView in[2] = {y, dy};
-      grad_into(0, first.op == Op::Tanh ? OpKind::TanhGrad : OpKind::SigmoidGrad, in);
-      break;
-    }
-    case Op::Relu: {
-      MatView in[2] = {input_block(g, 0), dy};
-      grad_into(0, OpKind::ReluGrad, in);
-      break;
-    }
-    case Op::Concat: {
-      int64_t col = 0;
-      for (int k = 0; k < first.nargs; ++k) {
-        MatView in[1] = {dy};
-        grad_into(k, OpKind::Slice, in, {.begin = col});
-        col += cols(arg(first, k));
-      }
-      break;
-    }
-    case Op::Slice: {
-      // d(input)[:, begin:end] += dy, row by row into each input's gradient.
-      int64_t row = 0;
-      index_.clear();
-      for (Expr e : members) {
-        const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], 0))];
-        for (int64_t r = 0; r < a.rows; ++r, ++row) {
-          const int64_t at = a.offset + r * a.cols + first.begin;
-          if (host_) backend_.accumulate(dy.block(row, 1), grad_view(at, 1, first.cols));
-          else
-            for (int64_t c = 0; c < first.cols; ++c) index_.push_back(static_cast<int32_t>(at + c));
-        }
-      }
-      if (!host_) scatter_elements(dy);
-      break;
-    }
-    case Op::Xent: {
-      MatView seed = scratch(2, 1, 1);
-      const double one = 1.0;
-      const float one_f = 1.0f;
-      backend_.upload(seed.data, dtype_ == DType::f64 ? static_cast<const void*>(&one) : &one_f, esize_);
-      MatView in[3] = {input_block(g, 0), ids_view(), seed};
-      grad_into(0, OpKind::SoftmaxCrossEntropyGrad, in);
-      break;
+    const double* c = consts_.data() + n.consts_first;
+    if (dtype_ == DType::f64) {
+      backend_.upload(v.data, c, static_cast<size_t>(n.rows * n.cols) * sizeof(double));
+    } else {
+      const_staging_.assign(c, c + n.rows * n.cols);
+      backend_.upload(v.data, const_staging_.data(), const_staging_.size() * sizeof(float));
     }
   }
-  if (time_movement_ && moves_data(first.op)) stats_.movement_s += seconds_since(start);
 }
 
 Tensor Graph::value(Expr e) const {
@@ -680,11 +531,6 @@ void Graph::input_elements(std::span<const Expr> members, int k) {
     const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
     for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
   }
-}
-
-void Graph::scatter_elements(MatView d) {
-  const auto n = static_cast<int64_t>(index_.size());
-  backend_.add_rows({d.data, n, 1, d.dtype}, {}, elements(grads_, value_elems_, dtype_), index_);
 }
 
 double Graph::scalar(MatView v) const {

@@ -139,9 +139,25 @@ class Graph {
   void build_groups_unbatched();
   void build_groups_agenda();
   void run_group(const Group& g);
+  // Inputs of g: used in place when consecutive, else copied into gathered_.
+  void gather_inputs(const Group& g, std::span<const Expr> members);
+  // The op of g's nodes on its inputs, into `out`.
+  void forward_op(const Group& g, std::span<const Expr> members, MatView out);
+  // Constants' values into their places (zeros where declared without values).
+  void upload_constants(std::span<const Expr> members);
   // Ops that only move data (counted whole as movement, like Sylva's profiler does).
   static bool moves_data(Op op);
   void backward_group(const Group& g);
+  // Whether input k of g is used in place (not gathered).
+  bool input_in_place(const Group& g, int k) const;
+  // Runs `op` into a scratch block and adds it into the gradients of input k of g's nodes.
+  void grad_kernel(const Group& g, int k, ir::OpKind op, std::span<const MatView> in, KernelOptions o = {});
+  // Gradients of a group of lookups into their tables' rows (listed in touched_).
+  void backward_lookup(std::span<const Expr> members, MatView dy);
+  // dX and dW of a group of matmuls.
+  void backward_matmul(const Group& g, MatView dy);
+  // dy added into the sliced columns of each input's gradient.
+  void backward_slice(std::span<const Expr> members, MatView dy);
   // The block of input k of group g: in place or gathered.
   MatView input_block(const Group& g, int k);
   MatView value_view(int64_t offset, int64_t rows, int64_t cols);

@@ -143,6 +143,228 @@ void choose_orders(Mapping& m, const Problem& p, const Arch& a, int lowest) {
   }
 }
 
+// The MIP as it is built: columns (cost, bounds, integrality) and rows.
+struct Program {
+  std::vector<double> obj, lo, hi;
+  std::vector<bool> integer;
+  std::vector<CoinPackedVector> rows;
+  std::vector<double> row_lo, row_hi;
+
+  int column(double c, double l, double h, bool is_int) {
+    obj.push_back(c);
+    lo.push_back(l);
+    hi.push_back(h);
+    integer.push_back(is_int);
+    return static_cast<int>(obj.size()) - 1;
+  }
+  void add_row(CoinPackedVector r, double l, double h) {
+    rows.push_back(std::move(r));
+    row_lo.push_back(l);
+    row_hi.push_back(h);
+  }
+};
+
+// The MIP's column indices. x[f][s]: integer copies of factor group f at
+// place s. Above the keepers, the loop-order columns: z[i][t] (binary: level
+// i's loops that do not index t are its innermost), moving[t][i] (binary: a
+// loop indexing t iterates at a level between t's keeper and i), reused[t]
+// (continuous, (factor, column): copies of f at a level that do not refetch t).
+struct Columns {
+  int places = 0;
+  std::vector<int> x;
+  std::vector<std::array<int, kTensors>> z;
+  std::array<std::vector<int>, kTensors> moving;
+  std::array<std::vector<std::pair<size_t, int>>, kTensors> reused;
+
+  int X(size_t f, int s) const { return x[f * static_cast<size_t>(places) + static_cast<size_t>(s)]; }
+};
+
+// The place of level `level`'s temporal loops.
+int temporal_slot(const std::vector<Slot>& slots, int level) {
+  for (int s = 0; s < static_cast<int>(slots.size()); ++s)
+    if (slots[static_cast<size_t>(s)].level == level && !slots[static_cast<size_t>(s)].spatial) return s;
+  SYLVA_THROW("[cosa] level ", level, " has no temporal slot");
+}
+
+// Adds the x columns, each costed by its log-factor times the weights of what it changes.
+void add_placements(Program& mip, Columns& c, const Layout& lay, const ObjectiveWeights& w) {
+  const std::vector<Factor>& factors = lay.factors;
+  c.places = static_cast<int>(lay.slots.size());
+  c.x.resize(factors.size() * static_cast<size_t>(c.places));
+  for (size_t f = 0; f < factors.size(); ++f)
+    for (int s = 0; s < c.places; ++s) {
+      const Slot& sl = lay.slots[static_cast<size_t>(s)];
+      double cost = (sl.spatial ? -w.utilization : w.compute);
+      for (int t = 0; t < kTensors; ++t) cost += w.traffic * lay.refetches(t, factors[f].dim, sl);
+      c.x[f * static_cast<size_t>(c.places) + static_cast<size_t>(s)] =
+          mip.column(factors[f].log_value * cost, 0, factors[f].copies, true);
+    }
+}
+
+// Adds the rows on x alone: each factor placed once, spatial factors within
+// the fan-out, each kept tile within its share of the level.
+void add_placement_rows(Program& mip, const Columns& c, const Layout& lay, const Mapspace& ms) {
+  const std::vector<Factor>& factors = lay.factors;
+  const std::vector<Slot>& slots = lay.slots;
+  const int S = c.places;
+  for (size_t f = 0; f < factors.size(); ++f) {
+    CoinPackedVector r;
+    for (int s = 0; s < S; ++s) r.insert(c.X(f, s), 1.0);
+    mip.add_row(r, factors[f].copies, factors[f].copies);
+  }
+  for (int s = 0; s < S; ++s) {
+    if (!slots[static_cast<size_t>(s)].spatial) continue;
+    CoinPackedVector r;
+    for (size_t f = 0; f < factors.size(); ++f) r.insert(c.X(f, s), factors[f].log_value);
+    const int64_t fanout = lay.a.fanout(slots[static_cast<size_t>(s)].level);
+    mip.add_row(r, -COIN_DBL_MAX, std::log(static_cast<double>(fanout)) + kEps);
+  }
+  for (int i = 0; i + 1 < static_cast<int>(lay.a.levels.size()); ++i)
+    for (int t = 0; t < kTensors; ++t) {
+      if (!ms.keep[static_cast<size_t>(i)][t]) continue;
+      CoinPackedVector r;
+      for (size_t f = 0; f < factors.size(); ++f)
+        for (int s = 0; s < S; ++s)
+          if (slots[static_cast<size_t>(s)].level <= i && relevant(t, factors[f].dim))
+            r.insert(c.X(f, s), factors[f].log_value);
+      const double constant = t == Inputs ? inputs_window_log(lay.p) : 0.0;
+      mip.add_row(r, -COIN_DBL_MAX, log_capacity(lay.a, ms, i) - constant + kEps);
+    }
+}
+
+// Adds the z, moving and reused columns and their rows: reuse of each
+// tensor through the loop order of the levels above its keeper.
+void add_loop_order(Program& mip, Columns& c, const Layout& lay, const ObjectiveWeights& w) {
+  const std::vector<Factor>& factors = lay.factors;
+  const int L = static_cast<int>(lay.a.levels.size());
+  c.z.assign(static_cast<size_t>(L), {-1, -1, -1});
+  for (int i = lay.lowest_keeper + 1; i < L; ++i) {
+    CoinPackedVector one;
+    for (int t = 0; t < kTensors; ++t)
+      if (i > lay.keeper[t]) one.insert(c.z[static_cast<size_t>(i)][t] = mip.column(0, 0, 1, true), 1.0);
+    mip.add_row(one, -COIN_DBL_MAX, 1.0);
+  }
+  for (int t = 0; t < kTensors; ++t) {
+    std::vector<int>& moving = c.moving[t];
+    moving.assign(static_cast<size_t>(L), -1);
+    for (int i = lay.keeper[t] + 1; i + 1 < L; ++i) {
+      const int mv = moving[static_cast<size_t>(i)] = mip.column(0, 0, 1, true);
+      if (i > lay.keeper[t] + 1) {
+        CoinPackedVector r;  // moving[i] >= moving[i - 1]
+        r.insert(mv, 1.0);
+        r.insert(moving[static_cast<size_t>(i - 1)], -1.0);
+        mip.add_row(r, 0, COIN_DBL_MAX);
+      }
+      for (size_t f = 0; f < factors.size(); ++f) {
+        if (!relevant(t, factors[f].dim)) continue;
+        CoinPackedVector r;  // copies x moving[i] >= x[f][i temporal]
+        r.insert(mv, factors[f].copies);
+        r.insert(c.X(f, temporal_slot(lay.slots, i)), -1.0);
+        mip.add_row(r, 0, COIN_DBL_MAX);
+      }
+    }
+    for (int i = lay.keeper[t] + 1; i < L; ++i)
+      for (size_t f = 0; f < factors.size(); ++f) {
+        if (relevant(t, factors[f].dim)) continue;
+        const double cap = factors[f].copies;
+        const int u = mip.column(-w.traffic * factors[f].log_value, 0, cap, false);
+        c.reused[t].push_back({f, u});
+        CoinPackedVector le_x, le_z;
+        le_x.insert(u, 1.0);
+        le_x.insert(c.X(f, temporal_slot(lay.slots, i)), -1.0);
+        mip.add_row(le_x, -COIN_DBL_MAX, 0);
+        le_z.insert(u, 1.0);
+        le_z.insert(c.z[static_cast<size_t>(i)][t], -cap);
+        mip.add_row(le_z, -COIN_DBL_MAX, 0);
+        if (i > lay.keeper[t] + 1) {
+          CoinPackedVector le_mv;  // reused <= copies x (1 - moving[i - 1])
+          le_mv.insert(u, 1.0);
+          le_mv.insert(moving[static_cast<size_t>(i - 1)], cap);
+          mip.add_row(le_mv, -COIN_DBL_MAX, cap);
+        }
+      }
+  }
+}
+
+// Adds the column y, the log of the cycle bound, with y >= log compute
+// cycles and y >= log DRAM traffic of each tensor - log bandwidth.
+void add_latency(Program& mip, const Columns& c, const Layout& lay, const ObjectiveWeights& w) {
+  const std::vector<Factor>& factors = lay.factors;
+  const std::vector<Slot>& slots = lay.slots;
+  const int y = mip.column(w.latency, -COIN_DBL_MAX, COIN_DBL_MAX, false);
+  CoinPackedVector compute;
+  compute.insert(y, 1.0);
+  for (size_t f = 0; f < factors.size(); ++f)
+    for (int s = 0; s < c.places; ++s)
+      if (!slots[static_cast<size_t>(s)].spatial) compute.insert(c.X(f, s), -factors[f].log_value);
+  mip.add_row(compute, 0, COIN_DBL_MAX);
+  for (int t = 0; t < kTensors; ++t) {
+    const double bw = lay.bandwidth(t);
+    if (bw <= 0) continue;
+    CoinPackedVector r;
+    r.insert(y, 1.0);
+    for (size_t f = 0; f < factors.size(); ++f)
+      for (int s = 0; s < c.places; ++s)
+        if (lay.refetches(t, factors[f].dim, slots[static_cast<size_t>(s)])) r.insert(c.X(f, s), -factors[f].log_value);
+    for (const auto& [f, u] : c.reused[t]) r.insert(u, factors[f].log_value);
+    mip.add_row(r, lay.traffic_constant(t) - std::log(bw), COIN_DBL_MAX);
+  }
+}
+
+// CBC's optimum of the program: every column's value and the objective.
+struct Solution {
+  std::vector<double> values;
+  double objective = 0;
+};
+
+// Solves the program with CBC; throws when it finds no proven optimum.
+Solution solve(const Program& mip, const Problem& p, const Arch& a) {
+  const int cols = static_cast<int>(mip.obj.size());
+  CoinPackedMatrix rows(false, 0, 0);
+  rows.setDimensions(0, cols);
+  for (const CoinPackedVector& r : mip.rows) rows.appendRow(r);
+  OsiClpSolverInterface solver;
+  solver.loadProblem(rows, mip.lo.data(), mip.hi.data(), mip.obj.data(), mip.row_lo.data(), mip.row_hi.data());
+  for (int c = 0; c < cols; ++c)
+    if (mip.integer[static_cast<size_t>(c)]) solver.setInteger(c);
+  solver.messageHandler()->setLogLevel(0);
+  CbcModel model(solver);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.branchAndBound();
+  SYLVA_CHECK(model.isProvenOptimal() && model.bestSolution(), "[cosa] CBC found no mapping for '", p.name, "' on '",
+              a.name, "': ", model.isProvenInfeasible() ? "infeasible (a buffer too small for any tiling?)"
+                                                         : "stopped without a proven optimum");
+  const double* sol = model.bestSolution();
+  return {std::vector<double>(sol, sol + cols), model.getObjValue()};
+}
+
+// The mapping a solution describes: the factors at their places and, where
+// z[i][t] is set, t's non-indexing loops innermost at level i.
+Mapping decode(const std::vector<double>& sol, const Columns& c, const Layout& lay, const Mapspace& ms) {
+  const std::vector<Factor>& factors = lay.factors;
+  Mapping m = blank_mapping(lay.a, ms);
+  for (size_t f = 0; f < factors.size(); ++f) {
+    int placed = 0;
+    for (int s = 0; s < c.places; ++s) {
+      const auto n = static_cast<int>(std::llround(sol[static_cast<size_t>(c.X(f, s))]));
+      const Slot& sl = lay.slots[static_cast<size_t>(s)];
+      auto& target = sl.spatial ? m.levels[static_cast<size_t>(sl.level)].spatial
+                                : m.levels[static_cast<size_t>(sl.level)].temporal;
+      for (int k = 0; k < n; ++k) target[static_cast<size_t>(factors[f].dim)] *= factors[f].value;
+      placed += n;
+    }
+    SYLVA_ASSERT(placed == factors[f].copies, "[cosa] CBC's solution places ", placed, " of ", factors[f].copies,
+                 " copies of a factor");
+  }
+  for (int i = lay.lowest_keeper + 1; i < static_cast<int>(lay.a.levels.size()); ++i)
+    for (int t = 0; t < kTensors; ++t) {
+      const int z = c.z[static_cast<size_t>(i)][t];
+      if (z >= 0 && sol[static_cast<size_t>(z)] > 0.5)
+        m.levels[static_cast<size_t>(i)].temporal_permutation = innermost_first(t);
+    }
+  return m;
+}
 }  // namespace
 
 std::vector<int64_t> prime_factors(int64_t n) {
@@ -182,190 +404,21 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   SYLVA_CHECK(w.utilization >= 0 && w.compute >= 0 && w.traffic >= 0 && w.latency >= 0,
               "[cosa] objective weights must be >= 0");
   const Layout lay(p, a, ms);
-  const std::vector<Factor>& factors = lay.factors;
-  const std::vector<Slot>& slots = lay.slots;
-  const int S = static_cast<int>(slots.size());
-  const int L = static_cast<int>(a.levels.size());
-
-  // Columns: x[f][s] (integer copies of factor group f at place s), then the
-  // loop-order columns of the levels above the keepers: z[i][t] (binary: level
-  // i's loops that do not index t are its innermost), moving[t][i] (binary:
-  // a loop indexing t iterates at a level between t's keeper and i),
-  // reused[t][i][f] (continuous: copies of f at level i that do not refetch
-  // t), and y (the log of the cycle bound).
-  std::vector<double> obj, lo, hi;
-  std::vector<bool> integer;
-  const auto column = [&](double c, double l, double h, bool is_int) {
-    obj.push_back(c);
-    lo.push_back(l);
-    hi.push_back(h);
-    integer.push_back(is_int);
-    return static_cast<int>(obj.size()) - 1;
-  };
-  std::vector<int> x(factors.size() * static_cast<size_t>(S));
-  for (size_t f = 0; f < factors.size(); ++f)
-    for (int s = 0; s < S; ++s) {
-      const Slot& sl = slots[static_cast<size_t>(s)];
-      double c = (sl.spatial ? -w.utilization : w.compute);
-      for (int t = 0; t < kTensors; ++t) c += w.traffic * lay.refetches(t, factors[f].dim, sl);
-      x[f * static_cast<size_t>(S) + static_cast<size_t>(s)] = column(factors[f].log_value * c, 0, factors[f].copies, true);
-    }
-  const auto X = [&](size_t f, int s) { return x[f * static_cast<size_t>(S) + static_cast<size_t>(s)]; };
-  const auto temporal_slot = [&](int level) {
-    for (int s = 0; s < S; ++s)
-      if (slots[static_cast<size_t>(s)].level == level && !slots[static_cast<size_t>(s)].spatial) return s;
-    SYLVA_THROW("[cosa] level ", level, " has no temporal slot");
-  };
-
-  CoinPackedMatrix rows(false, 0, 0);
-  std::vector<double> row_lo, row_hi;
-  std::vector<CoinPackedVector> pending;
-  const auto add_row = [&](CoinPackedVector r, double l, double h) {
-    pending.push_back(std::move(r));
-    row_lo.push_back(l);
-    row_hi.push_back(h);
-  };
-  // Each factor placed exactly once.
-  for (size_t f = 0; f < factors.size(); ++f) {
-    CoinPackedVector r;
-    for (int s = 0; s < S; ++s) r.insert(X(f, s), 1.0);
-    add_row(r, factors[f].copies, factors[f].copies);
-  }
-  // Spatial factors of a level within its fan-out.
-  for (int s = 0; s < S; ++s) {
-    if (!slots[static_cast<size_t>(s)].spatial) continue;
-    CoinPackedVector r;
-    for (size_t f = 0; f < factors.size(); ++f) r.insert(X(f, s), factors[f].log_value);
-    add_row(r, -COIN_DBL_MAX, std::log(static_cast<double>(a.fanout(slots[static_cast<size_t>(s)].level))) + kEps);
-  }
-  // Each kept tensor's tile within its share of the level.
-  for (int i = 0; i + 1 < L; ++i)
-    for (int t = 0; t < kTensors; ++t) {
-      if (!ms.keep[static_cast<size_t>(i)][t]) continue;
-      CoinPackedVector r;
-      for (size_t f = 0; f < factors.size(); ++f)
-        for (int s = 0; s < S; ++s)
-          if (slots[static_cast<size_t>(s)].level <= i && relevant(t, factors[f].dim))
-            r.insert(X(f, s), factors[f].log_value);
-      const double constant = t == Inputs ? inputs_window_log(p) : 0.0;
-      add_row(r, -COIN_DBL_MAX, log_capacity(a, ms, i) - constant + kEps);
-    }
-  // Reuse through loop order.
-  std::vector<std::array<int, kTensors>> z(static_cast<size_t>(L), {-1, -1, -1});
-  std::array<std::vector<int>, kTensors> moving;
-  std::array<std::vector<std::pair<size_t, int>>, kTensors> reused;  // (factor, column) per tensor
-  std::array<std::vector<int>, kTensors> reused_level;
-  for (int i = lay.lowest_keeper + 1; i < L; ++i) {
-    CoinPackedVector one;
-    for (int t = 0; t < kTensors; ++t)
-      if (i > lay.keeper[t]) one.insert(z[static_cast<size_t>(i)][t] = column(0, 0, 1, true), 1.0);
-    add_row(one, -COIN_DBL_MAX, 1.0);
-  }
-  for (int t = 0; t < kTensors; ++t) {
-    moving[t].assign(static_cast<size_t>(L), -1);
-    for (int i = lay.keeper[t] + 1; i + 1 < L; ++i) {
-      const int mv = moving[t][static_cast<size_t>(i)] = column(0, 0, 1, true);
-      if (i > lay.keeper[t] + 1) {
-        CoinPackedVector r;  // moving[i] >= moving[i - 1]
-        r.insert(mv, 1.0);
-        r.insert(moving[t][static_cast<size_t>(i - 1)], -1.0);
-        add_row(r, 0, COIN_DBL_MAX);
-      }
-      for (size_t f = 0; f < factors.size(); ++f) {
-        if (!relevant(t, factors[f].dim)) continue;
-        CoinPackedVector r;  // copies x moving[i] >= x[f][i temporal]
-        r.insert(mv, factors[f].copies);
-        r.insert(X(f, temporal_slot(i)), -1.0);
-        add_row(r, 0, COIN_DBL_MAX);
-      }
-    }
-    for (int i = lay.keeper[t] + 1; i < L; ++i)
-      for (size_t f = 0; f < factors.size(); ++f) {
-        if (relevant(t, factors[f].dim)) continue;
-        const double cap = factors[f].copies;
-        const int u = column(-w.traffic * factors[f].log_value, 0, cap, false);
-        reused[t].push_back({f, u});
-        reused_level[t].push_back(i);
-        CoinPackedVector le_x, le_z;
-        le_x.insert(u, 1.0);
-        le_x.insert(X(f, temporal_slot(i)), -1.0);
-        add_row(le_x, -COIN_DBL_MAX, 0);
-        le_z.insert(u, 1.0);
-        le_z.insert(z[static_cast<size_t>(i)][t], -cap);
-        add_row(le_z, -COIN_DBL_MAX, 0);
-        if (i > lay.keeper[t] + 1) {
-          CoinPackedVector le_mv;  // reused <= copies x (1 - moving[i - 1])
-          le_mv.insert(u, 1.0);
-          le_mv.insert(moving[t][static_cast<size_t>(i - 1)], cap);
-          add_row(le_mv, -COIN_DBL_MAX, cap);
-        }
-      }
-  }
-  // y >= log compute cycles, y >= log DRAM traffic of each tensor - log bandwidth.
-  if (w.latency > 0) {
-    const int y = column(w.latency, -COIN_DBL_MAX, COIN_DBL_MAX, false);
-    CoinPackedVector compute;
-    compute.insert(y, 1.0);
-    for (size_t f = 0; f < factors.size(); ++f)
-      for (int s = 0; s < S; ++s)
-        if (!slots[static_cast<size_t>(s)].spatial) compute.insert(X(f, s), -factors[f].log_value);
-    add_row(compute, 0, COIN_DBL_MAX);
-    for (int t = 0; t < kTensors; ++t) {
-      const double bw = lay.bandwidth(t);
-      if (bw <= 0) continue;
-      CoinPackedVector r;
-      r.insert(y, 1.0);
-      for (size_t f = 0; f < factors.size(); ++f)
-        for (int s = 0; s < S; ++s)
-          if (lay.refetches(t, factors[f].dim, slots[static_cast<size_t>(s)]))
-            r.insert(X(f, s), -factors[f].log_value);
-      for (const auto& [f, u] : reused[t]) r.insert(u, factors[f].log_value);
-      add_row(r, lay.traffic_constant(t) - std::log(bw), COIN_DBL_MAX);
-    }
-  }
-
-  const int cols = static_cast<int>(obj.size());
-  rows.setDimensions(0, cols);
-  for (const CoinPackedVector& r : pending) rows.appendRow(r);
-  OsiClpSolverInterface solver;
-  solver.loadProblem(rows, lo.data(), hi.data(), obj.data(), row_lo.data(), row_hi.data());
-  for (int c = 0; c < cols; ++c)
-    if (integer[static_cast<size_t>(c)]) solver.setInteger(c);
-  solver.messageHandler()->setLogLevel(0);
-  CbcModel model(solver);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  model.branchAndBound();
-  SYLVA_CHECK(model.isProvenOptimal() && model.bestSolution(), "[cosa] CBC found no mapping for '", p.name, "' on '",
-              a.name, "': ", model.isProvenInfeasible() ? "infeasible (a buffer too small for any tiling?)"
-                                                         : "stopped without a proven optimum");
-  const double* sol = model.bestSolution();
+  Program mip;
+  Columns c;
+  add_placements(mip, c, lay, w);
+  add_placement_rows(mip, c, lay, ms);
+  add_loop_order(mip, c, lay, w);
+  if (w.latency > 0) add_latency(mip, c, lay, w);
+  const Solution sol = solve(mip, p, a);
 
   Result out;
-  out.variables = cols;
-  out.constraints = static_cast<int>(row_lo.size());
-  out.objective = model.getObjValue();
-  Mapping& m = out.mapping = blank_mapping(a, ms);
-  for (size_t f = 0; f < factors.size(); ++f) {
-    int placed = 0;
-    for (int s = 0; s < S; ++s) {
-      const auto n = static_cast<int>(std::llround(sol[X(f, s)]));
-      const Slot& sl = slots[static_cast<size_t>(s)];
-      auto& target = sl.spatial ? m.levels[static_cast<size_t>(sl.level)].spatial
-                                : m.levels[static_cast<size_t>(sl.level)].temporal;
-      for (int k = 0; k < n; ++k) target[static_cast<size_t>(factors[f].dim)] *= factors[f].value;
-      placed += n;
-    }
-    SYLVA_ASSERT(placed == factors[f].copies, "[cosa] CBC's solution places ", placed, " of ", factors[f].copies,
-                 " copies of a factor");
-  }
-  // Decode the orders: where z[i][t] is set, t's irrelevant loops go innermost.
-  for (int i = lay.lowest_keeper + 1; i < L; ++i)
-    for (int t = 0; t < kTensors; ++t)
-      if (z[static_cast<size_t>(i)][t] >= 0 && sol[z[static_cast<size_t>(i)][t]] > 0.5)
-        m.levels[static_cast<size_t>(i)].temporal_permutation = innermost_first(t);
-  choose_orders(m, p, a, lay.lowest_keeper);
-  out.evaluation = evaluate(m, p, a);
+  out.variables = static_cast<int>(mip.obj.size());
+  out.constraints = static_cast<int>(mip.row_lo.size());
+  out.objective = sol.objective;
+  out.mapping = decode(sol.values, c, lay, ms);
+  choose_orders(out.mapping, p, a, lay.lowest_keeper);
+  out.evaluation = evaluate(out.mapping, p, a);
   out.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -154,6 +154,88 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   return out;
 }
 
+// Reads the header length from the first 8 bytes of a file of file_size
+// bytes, checked against the rest of the file and the size limit.
+uint64_t read_header_length(int fd, uint64_t file_size, const std::string& path) {
+  unsigned char len[8];
+  read_all(fd, len, sizeof len, 0, path);
+  uint64_t header_len = 0;
+  for (int i = 0; i < 8; ++i) header_len |= uint64_t{len[i]} << (8 * i);
+  if (header_len > file_size - 8)
+    fail(path, "header length ", header_len, " exceeds the ", file_size - 8,
+              " bytes after the length field (file truncated or not safetensors?)");
+  if (header_len >= kMaxHeaderBytes)
+    fail(path, "header length ", header_len, " is implausibly large (limit ", kMaxHeaderBytes, " bytes)");
+  return header_len;
+}
+
+// Reads the header_len bytes after the length field and parses them as a JSON object.
+nlohmann::json read_header(int fd, uint64_t header_len, const std::string& path) {
+  std::string text(header_len, '\0');
+  read_all(fd, text.data(), text.size(), 8, path);
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    fail(path, "header is not valid JSON: ", e.what());
+  }
+  if (!header.is_object()) fail(path, "header is not a JSON object");
+  return header;
+}
+
+// Checks that the file holds exactly the parameters of the set, each with
+// the set's dtype, the parameter's shape and data_offsets spanning its bytes.
+void check_entries(const ParameterSet& ps, const std::vector<Entry>& entries, const std::string& path) {
+  std::set<std::string> in_file;
+  std::vector<std::string> unexpected, missing;
+  for (const Entry& e : entries) {
+    in_file.insert(e.name);
+    if (!ps.contains(e.name)) unexpected.push_back(e.name);
+  }
+  for (const Parameter* p : ps.all())
+    if (!in_file.count(p->name)) missing.push_back(p->name);
+  if (!missing.empty() || !unexpected.empty())
+    fail(path, "tensors do not match the parameter set; missing from file: [", join(missing),
+              "]; unexpected in file: [", join(unexpected), "]");
+
+  const std::string want_dtype = safetensors_dtype(ps.dtype());
+  const size_t elem = dtype_size(ps.dtype());
+  for (const Entry& e : entries) {
+    const Parameter& p = ps[e.name];
+    if (e.dtype != want_dtype)
+      fail(path, "tensor '", e.name, "' has dtype \"", e.dtype, "\", expected \"", want_dtype,
+                "\" (the parameter set's dtype)");
+    if (e.shape != p.value.shape().dims())
+      fail(path, "tensor '", e.name, "' has shape ", shape_str(e.shape), ", expected ",
+                p.value.shape().str());
+    if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(p.value.numel()) * elem)
+      fail(path, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end, "] do not span the ",
+                static_cast<uint64_t>(p.value.numel()) * elem, " bytes of a ", want_dtype, " tensor of shape ",
+                p.value.shape().str());
+  }
+}
+
+// Checks that the tensors tile the data section of data_size bytes exactly:
+// no gaps, overlaps or trailing bytes.
+void check_tiling(const std::vector<Entry>& entries, uint64_t data_size, const std::string& path) {
+  std::vector<const Entry*> order;
+  for (const Entry& e : entries) order.push_back(&e);
+  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  uint64_t expect = 0;
+  for (const Entry* e : order) {
+    if (e->end > data_size)
+      fail(path, "tensor '", e->name, "': data_offsets [", e->begin, ", ", e->end,
+                "] out of range; the data section is only ", data_size, " bytes (file truncated?)");
+    if (e->begin != expect)
+      fail(path, "tensor '", e->name, "' starts at byte ", e->begin, " of the data section, expected ",
+                expect, " (tensors must be contiguous and must not overlap)");
+    expect = e->end;
+  }
+  if (expect != data_size)
+    fail(path, "data section is ", data_size, " bytes but the tensors cover ", expect,
+              " (trailing bytes or a corrupt header)");
+}
+
 }  // namespace
 
 void save_checkpoint(const ParameterSet& ps, const std::string& path,
@@ -208,26 +290,8 @@ std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::
   if (file_size < 8)
     fail(path, "file is ", file_size, " bytes, too small for a safetensors header (at least 8)");
 
-  unsigned char len[8];
-  read_all(fd.get(), len, sizeof len, 0, path);
-  uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i) header_len |= uint64_t{len[i]} << (8 * i);
-  if (header_len > file_size - 8)
-    fail(path, "header length ", header_len, " exceeds the ", file_size - 8,
-              " bytes after the length field (file truncated or not safetensors?)");
-  if (header_len >= kMaxHeaderBytes)
-    fail(path, "header length ", header_len, " is implausibly large (limit ", kMaxHeaderBytes, " bytes)");
-
-  std::string text(header_len, '\0');
-  read_all(fd.get(), text.data(), text.size(), 8, path);
-  nlohmann::json header;
-  try {
-    header = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(path, "header is not valid JSON: ", e.what());
-  }
-  if (!header.is_object()) fail(path, "header is not a JSON object");
-
+  const uint64_t header_len = read_header_length(fd.get(), file_size, path);
+  const nlohmann::json header = read_header(fd.get(), header_len, path);
   std::map<std::string, std::string> metadata;
   std::vector<Entry> entries;
   for (const auto& [name, value] : header.items()) {
@@ -236,55 +300,9 @@ std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::
     else
       entries.push_back(parse_entry(path, name, value));
   }
-
-  // The file must hold exactly the parameters of the set.
-  std::set<std::string> in_file;
-  std::vector<std::string> unexpected, missing;
-  for (const Entry& e : entries) {
-    in_file.insert(e.name);
-    if (!ps.contains(e.name)) unexpected.push_back(e.name);
-  }
-  for (const Parameter* p : ps.all())
-    if (!in_file.count(p->name)) missing.push_back(p->name);
-  if (!missing.empty() || !unexpected.empty())
-    fail(path, "tensors do not match the parameter set; missing from file: [", join(missing),
-              "]; unexpected in file: [", join(unexpected), "]");
-
-  const std::string want_dtype = safetensors_dtype(ps.dtype());
-  const size_t elem = dtype_size(ps.dtype());
-  for (const Entry& e : entries) {
-    const Parameter& p = ps[e.name];
-    if (e.dtype != want_dtype)
-      fail(path, "tensor '", e.name, "' has dtype \"", e.dtype, "\", expected \"", want_dtype,
-                "\" (the parameter set's dtype)");
-    if (e.shape != p.value.shape().dims())
-      fail(path, "tensor '", e.name, "' has shape ", shape_str(e.shape), ", expected ",
-                p.value.shape().str());
-    if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(p.value.numel()) * elem)
-      fail(path, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end, "] do not span the ",
-                static_cast<uint64_t>(p.value.numel()) * elem, " bytes of a ", want_dtype, " tensor of shape ",
-                p.value.shape().str());
-  }
-
-  // Tensors must tile the data section exactly: no gaps, overlaps or trailing bytes.
+  check_entries(ps, entries, path);
   const uint64_t data_start = 8 + header_len;
-  const uint64_t data_size = file_size - data_start;
-  std::vector<const Entry*> order;
-  for (const Entry& e : entries) order.push_back(&e);
-  std::sort(order.begin(), order.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
-  uint64_t expect = 0;
-  for (const Entry* e : order) {
-    if (e->end > data_size)
-      fail(path, "tensor '", e->name, "': data_offsets [", e->begin, ", ", e->end,
-                "] out of range; the data section is only ", data_size, " bytes (file truncated?)");
-    if (e->begin != expect)
-      fail(path, "tensor '", e->name, "' starts at byte ", e->begin, " of the data section, expected ",
-                expect, " (tensors must be contiguous and must not overlap)");
-    expect = e->end;
-  }
-  if (expect != data_size)
-    fail(path, "data section is ", data_size, " bytes but the tensors cover ", expect,
-              " (trailing bytes or a corrupt header)");
+  check_tiling(entries, file_size - data_start, path);
 
   // Every check that can fail on a well-formed read has passed; only I/O errors remain.
   for (const Entry& e : entries) {

@@ -17,7 +17,6 @@
 #include <fstream>
 #include <map>
 #include <random>
-#include <unordered_map>
 #include <utility>
 
 #include "example_util.h"
@@ -97,22 +96,18 @@ struct GemmStats {
 // Records every GEMM of the observed steps from the executor's OpEvents.
 class GemmCounter {
  public:
-  GemmCounter(const Executor& ex, const ParameterSet& ps) : ex_(ex), ps_(ps) {}
+  explicit GemmCounter(const ParameterSet& ps) : ps_(ps) {}
   // Rows of the rowed values of the program for the next step (the batch's vertices).
   void set_batch_rows(int64_t rows) { batch_rows_ = rows; }
 
   void record(const OpEvent& e) {
-    const ir::Node* mm = &e.node;
-    if (e.node.op == ir::OpKind::ParamGradOut) {
-      mm = &e.graph.node(e.node.inputs[0]);
-      if (mm->op != ir::OpKind::MatMul || !folded(e.graph)[static_cast<size_t>(mm->id)]) return;
-    } else if (e.node.op != ir::OpKind::MatMul) {
-      return;
-    }
+    // A matmul, or one folded into its ParamGradOut (grad += A·B).
+    const ir::Node* mm = e.folded_matmul ? e.folded_matmul : &e.node;
+    if (mm->op != ir::OpKind::MatMul) return;
     const bool acc = mm != &e.node;
     // Rowed values have the task's rows inside apply (or the rows of the run
     // of tasks batched outside the loop), the batch's vertices in the program.
-    const int64_t rows = e.task >= 0 ? e.rows : batch_rows_;
+    const int64_t rows = e.phase != EventPhase::program ? e.rows : batch_rows_;
     const auto dims = [&](ir::NodeId id) {
       const ir::ValueType& t = e.graph.node(id).type;
       return std::pair<int64_t, int64_t>{t.rowed ? rows : t.fixed_rows(), t.cols()};
@@ -127,7 +122,7 @@ class GemmCounter {
       const Shape& grad = ps_[e.node.attrs.name].grad.shape();
       out_rows = grad.rows();
       out_cols = grad.cols();
-    } else if (e.task < 0 && mm->type.rowed) {
+    } else if (e.phase == EventPhase::program && mm->type.rowed) {
       SYLVA_CHECK(e.rows == batch_rows_, "[bench_roofline] matmul node ", mm->id, " reported ", e.rows,
                   " rows, the batch has ", batch_rows_, " vertices");
     }
@@ -143,7 +138,7 @@ class GemmCounter {
 
  private:
   GemmSite site(const OpEvent& e) const {
-    const bool batched = e.task == static_cast<int64_t>(ex_.schedule().tasks.size());
+    const bool batched = e.phase == EventPhase::before_loop || e.phase == EventPhase::after_loop;
     switch (e.graph.kind()) {
       case ir::GraphKind::program: return GemmSite::program;
       case ir::GraphKind::program_gradient: return GemmSite::program_grad;
@@ -152,17 +147,8 @@ class GemmCounter {
     }
     return GemmSite::program;
   }
-  // The executor and the vertex runner fold exactly these matmuls into their ParamGradOut.
-  const std::vector<bool>& folded(const ir::Graph& g) {
-    auto it = folded_.find(&g);
-    if (it == folded_.end()) it = folded_.emplace(&g, passes::foldable_param_matmuls(g)).first;
-    return it->second;
-  }
-
-  const Executor& ex_;
   const ParameterSet& ps_;
   int64_t batch_rows_ = 0;
-  std::unordered_map<const ir::Graph*, std::vector<bool>> folded_;
 };
 
 // ---- Eigen replay, written as src/backend/cpu/kernels_matmul.cc runs it ----
@@ -372,7 +358,7 @@ nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& bat
 
   std::fprintf(stderr, "[roofline] h=%ld: observed epoch (%zu minibatches)\n", static_cast<long>(hidden),
                batches.size());
-  GemmCounter counter(trainer.executor(), ps);
+  GemmCounter counter(ps);
   const Profiler prof = observe_epoch(trainer, batches, counter);
   const double observed_wall_s = prof.wall_seconds();
   const Timings timings = time_epochs(trainer, batches, counter, hidden, o.repeats);

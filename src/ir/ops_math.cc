@@ -140,34 +140,35 @@ ValueType infer_dropout_mask(const Node& n, T in) {
   return in[0];
 }
 
-constexpr OpFlag kElem = OpFlag::elementwise;
-constexpr OpFlag kGrad = OpFlag::elementwise | OpFlag::internal;
+constexpr OpFlag kElem = OpFlag::elementwise | OpFlag::fusible;
+constexpr OpFlag kGrad = OpFlag::elementwise | OpFlag::internal | OpFlag::fusible;
+constexpr OpCategory kEw = OpCategory::elementwise, kSm = OpCategory::softmax_loss;
 
 }  // namespace
 
 void define_math_ops(Table& t) {
-  entry(t, OpKind::MatMul) = {"matmul", OpFlag::none, 2, 2, infer_matmul, grad_matmul};
-  entry(t, OpKind::Add) = {"add", kElem, 2, 2, infer_binary, grad_add};
-  entry(t, OpKind::Sub) = {"sub", kElem, 2, 2, infer_binary, grad_sub};
-  entry(t, OpKind::Mul) = {"mul", kElem, 2, 2, infer_binary, grad_mul};
-  entry(t, OpKind::Tanh) = {"tanh", kElem, 1, 1, infer_unary, grad_unary<OpKind::TanhGrad, true>};
-  entry(t, OpKind::Sigmoid) = {"sigmoid", kElem, 1, 1, infer_unary, grad_unary<OpKind::SigmoidGrad, true>};
-  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, false>};
-  entry(t, OpKind::Exp) = {"exp", kElem, 1, 1, infer_unary, grad_exp};
-  entry(t, OpKind::Log) = {"log", kElem, 1, 1, infer_unary, grad_unary<OpKind::LogGrad, false>};
-  entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale};
-  entry(t, OpKind::Softmax) = {"softmax", OpFlag::none, 1, 1, infer_unary, grad_softmax};
-  entry(t, OpKind::LogSoftmax) = {"log_softmax", OpFlag::none, 1, 1, infer_unary, grad_log_softmax};
-  entry(t, OpKind::SoftmaxCrossEntropy) = {"softmax_cross_entropy", OpFlag::none, 2, 2, infer_xent, grad_xent};
-  entry(t, OpKind::DropoutMask) = {"dropout_mask", OpFlag::random, 1, 1, infer_dropout_mask, nullptr};
-  entry(t, OpKind::TanhGrad) = {"tanh_grad", kGrad, 2, 2, infer_grad_pair, nullptr};
-  entry(t, OpKind::SigmoidGrad) = {"sigmoid_grad", kGrad, 2, 2, infer_grad_pair, nullptr};
-  entry(t, OpKind::ReluGrad) = {"relu_grad", kGrad, 2, 2, infer_grad_pair, nullptr};
-  entry(t, OpKind::LogGrad) = {"log_grad", kGrad, 2, 2, infer_grad_pair, nullptr};
-  entry(t, OpKind::SoftmaxGrad) = {"softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr};
-  entry(t, OpKind::LogSoftmaxGrad) = {"log_softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr};
+  entry(t, OpKind::MatMul) = {"matmul", OpFlag::none, 2, 2, infer_matmul, grad_matmul, Zeros::any, OpCategory::gemm};
+  entry(t, OpKind::Add) = {"add", kElem, 2, 2, infer_binary, grad_add, Zeros::all, kEw};
+  entry(t, OpKind::Sub) = {"sub", kElem, 2, 2, infer_binary, grad_sub, Zeros::all, kEw};
+  entry(t, OpKind::Mul) = {"mul", kElem, 2, 2, infer_binary, grad_mul, Zeros::any, kEw};
+  entry(t, OpKind::Tanh) = {"tanh", kElem, 1, 1, infer_unary, grad_unary<OpKind::TanhGrad, true>, Zeros::input0, kEw};
+  entry(t, OpKind::Sigmoid) = {"sigmoid", kElem, 1, 1, infer_unary, grad_unary<OpKind::SigmoidGrad, true>, Zeros::never, kEw};
+  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, false>, Zeros::input0, kEw};
+  entry(t, OpKind::Exp) = {"exp", kElem, 1, 1, infer_unary, grad_exp, Zeros::never, kEw};
+  entry(t, OpKind::Log) = {"log", kElem, 1, 1, infer_unary, grad_unary<OpKind::LogGrad, false>, Zeros::never, kEw};
+  entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale, Zeros::input0, kEw};
+  entry(t, OpKind::Softmax) = {"softmax", OpFlag::none, 1, 1, infer_unary, grad_softmax, Zeros::never, kSm};
+  entry(t, OpKind::LogSoftmax) = {"log_softmax", OpFlag::none, 1, 1, infer_unary, grad_log_softmax, Zeros::never, kSm};
+  entry(t, OpKind::SoftmaxCrossEntropy) = {"softmax_cross_entropy", OpFlag::none, 2, 2, infer_xent, grad_xent, Zeros::never, kSm};
+  entry(t, OpKind::DropoutMask) = {"dropout_mask", OpFlag::random, 1, 1, infer_dropout_mask, nullptr, Zeros::never, kEw};
+  entry(t, OpKind::TanhGrad) = {"tanh_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
+  entry(t, OpKind::SigmoidGrad) = {"sigmoid_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
+  entry(t, OpKind::ReluGrad) = {"relu_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
+  entry(t, OpKind::LogGrad) = {"log_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::never, kEw};
+  entry(t, OpKind::SoftmaxGrad) = {"softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kSm};
+  entry(t, OpKind::LogSoftmaxGrad) = {"log_softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kSm};
   entry(t, OpKind::SoftmaxCrossEntropyGrad) = {"softmax_cross_entropy_grad", OpFlag::internal, 3, 3,
-                                               infer_xent_grad, nullptr};
+                                               infer_xent_grad, nullptr, Zeros::never, kSm};
 }
 
 }  // namespace sylva::ir::detail

@@ -132,15 +132,15 @@ ValueType infer_lookup_grad(const Node& n, T in) {
 }  // namespace
 
 void define_structure_ops(Table& t) {
-  entry(t, OpKind::Concat) = {"concat", OpFlag::none, 1, -1, infer_concat, grad_concat};
-  entry(t, OpKind::Slice) = {"slice", OpFlag::none, 1, 1, infer_slice, grad_slice};
-  entry(t, OpKind::Assemble) = {"assemble", OpFlag::internal, 1, -1, infer_assemble, nullptr};
-  entry(t, OpKind::Sum) = {"sum", OpFlag::none, 1, 1, infer_sum, grad_sum};
-  entry(t, OpKind::Mean) = {"mean", OpFlag::none, 1, 1, infer_sum, grad_mean};
-  entry(t, OpKind::SumRows) = {"sum_rows", OpFlag::none, 1, 1, infer_sum_rows, grad_sum_rows};
-  entry(t, OpKind::Broadcast) = {"broadcast", OpFlag::internal, 2, 2, infer_broadcast, nullptr};
-  entry(t, OpKind::Lookup) = {"lookup", OpFlag::none, 2, 2, infer_lookup, grad_lookup};
-  entry(t, OpKind::LookupGrad) = {"lookup_grad", OpFlag::internal, 2, 2, infer_lookup_grad, nullptr};
+  entry(t, OpKind::Concat) = {"concat", OpFlag::fusible, 1, -1, infer_concat, grad_concat, Zeros::all, OpCategory::data_movement};
+  entry(t, OpKind::Slice) = {"slice", OpFlag::fusible, 1, 1, infer_slice, grad_slice, Zeros::input0, OpCategory::data_movement};
+  entry(t, OpKind::Assemble) = {"assemble", OpFlag::internal | OpFlag::fusible, 1, -1, infer_assemble, nullptr, Zeros::all, OpCategory::data_movement};
+  entry(t, OpKind::Sum) = {"sum", OpFlag::none, 1, 1, infer_sum, grad_sum, Zeros::input0, OpCategory::reduction};
+  entry(t, OpKind::Mean) = {"mean", OpFlag::none, 1, 1, infer_sum, grad_mean, Zeros::never, OpCategory::reduction};
+  entry(t, OpKind::SumRows) = {"sum_rows", OpFlag::none, 1, 1, infer_sum_rows, grad_sum_rows, Zeros::input0, OpCategory::reduction};
+  entry(t, OpKind::Broadcast) = {"broadcast", OpFlag::internal, 2, 2, infer_broadcast, nullptr, Zeros::input0, OpCategory::data_movement};
+  entry(t, OpKind::Lookup) = {"lookup", OpFlag::none, 2, 2, infer_lookup, grad_lookup, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::LookupGrad) = {"lookup_grad", OpFlag::internal, 2, 2, infer_lookup_grad, nullptr, Zeros::never, OpCategory::data_movement};
 }
 
 }  // namespace sylva::ir::detail

@@ -31,6 +31,21 @@ std::vector<OpKind> all_ops() {
   return ops;
 }
 
+bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero) {
+  const auto z = [&](size_t k) { return k < n.inputs.size() && zero[static_cast<size_t>(n.inputs[k])] != 0; };
+  switch (op_def(n.op).zeros) {
+    case Zeros::never: return false;
+    case Zeros::any: return z(0) || z(1);
+    case Zeros::all:
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (!z(k)) return false;
+      return !n.inputs.empty();
+    case Zeros::input0: return z(0);
+    case Zeros::input1: return z(1);
+  }
+  return false;
+}
+
 std::string ValueType::str() const {
   std::string s(dtype_name(dtype));
   if (rowed) return s + "[*, " + std::to_string(shape.cols()) + "]";

@@ -9,8 +9,7 @@
 
 #include "sylva/core/denormals.h"
 #include "sylva/core/error.h"
-#include "sylva/passes/autodiff.h"
-#include "sylva/sched/ios_ir.h"
+#include "sylva/plan/program_plan.h"
 #include "vertex_runner.h"
 
 namespace sylva {
@@ -46,22 +45,18 @@ struct Executor::Impl {
         SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
-        runners[n.id] = std::make_unique<VertexRunner>(
-            n.attrs.body, backend, store, options.ios ? std::optional(options.ios_options) : std::nullopt);
+        runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
+                                                       detail::RunnerOptions{options.skip_zero_work, streaming()});
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
     }
-    order = run_order(g);
+    program_plan = plan::plan_program(g, plan_options());
   }
 
-  // The order the static graph's nodes run in: the IOS plan's (nodes
-  // reordered, never merged: they are the user's Symbols), or as written.
-  std::vector<NodeId> run_order(const ir::Graph& g) const {
-    if (options.ios) return ios::plan_order(g, options.ios_options);
-    std::vector<NodeId> ids(g.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    return ids;
+  plan::PlanOptions plan_options() const {
+    return {.eager_batching = options.eager_batching, .lazy_param_grads = options.lazy_param_grads,
+            .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt};
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
@@ -100,8 +95,10 @@ struct Executor::Impl {
     return host_ids(pull.inputs[1]);
   }
 
-  void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows) {
-    if (observer) observer({n, g, -1, rows, std::chrono::steady_clock::now() - start});
+  void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows,
+               const Node* folded_matmul = nullptr) {
+    if (observer)
+      observer({n, g, -1, rows, std::chrono::steady_clock::now() - start, {}, EventPhase::program, folded_matmul});
   }
 
   void forward(const GraphBatch& b, Mode mode) {
@@ -115,7 +112,7 @@ struct Executor::Impl {
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
     store.upload_values();  // a device: what the host changed (everything, unless the store is resident)
     const ir::Graph& g = program.graph();
-    for (NodeId id : order) {
+    for (NodeId id : program_plan.order) {
       const Node& n = g.node(id);
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
@@ -130,11 +127,6 @@ struct Executor::Impl {
         case OpKind::Apply: {
           VertexRunner& r = *runners[n.id];
           const auto t1 = std::chrono::steady_clock::now();
-          r.set_skip_zero_work(options.skip_zero_work);
-          r.set_lazy_param_grads(options.lazy_param_grads);
-          r.set_eager_batching(options.eager_batching);
-          r.set_fusion(options.fusion);
-          r.set_streaming(streaming());
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
@@ -174,41 +166,11 @@ struct Executor::Impl {
                   " has ", ids.attrs.name, " id ", id[v], " out of range [0, ", limit, ") (-1 means none)");
   }
 
-  // A program gradient plus the nodes folded into their ParamGradOut:
-  // lookup gradients become sparse row updates of their table (never a
-  // dense [n, d]); parameter-gradient matmuls accumulate into the gradient.
-  struct GradPlan {
-    std::shared_ptr<const ir::Graph> graph;
-    std::vector<NodeId> order;
-    std::vector<bool> folded;
-    std::set<std::string> sparse_params;
-  };
-
-  const GradPlan& grad_plan(NodeId loss) {
+  const plan::ProgramGradPlan& grad_plan(NodeId loss) {
     auto it = grads.find(loss);
-    if (it != grads.end()) return it->second;
-    GradPlan plan;
-    plan.graph = passes::differentiate_program(program.graph(), loss);
-    const ir::Graph& g = *plan.graph;
-    std::vector<int> consumers(g.size(), 0);
-    for (const Node& n : g.nodes())
-      for (NodeId in : n.inputs) ++consumers[in];
-    std::set<std::string> dense;
-    for (const Node& n : program.graph().nodes())
-      if (n.op == OpKind::Apply)
-        for (NodeId id : n.attrs.body->find(OpKind::Param)) dense.insert(n.attrs.body->node(id).attrs.name);
-    for (const Node& n : g.nodes()) {
-      if (n.op != OpKind::ParamGradOut) continue;
-      const Node& src = g.node(n.inputs[0]);
-      if (src.op == OpKind::LookupGrad && consumers[src.id] == 1) plan.sparse_params.insert(n.attrs.name);
-      else dense.insert(n.attrs.name);
-    }
-    for (const std::string& d : dense) plan.sparse_params.erase(d);
-    plan.folded = passes::foldable_param_matmuls(g);
-    for (const Node& n : g.nodes())
-      if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = true;
-    plan.order = run_order(g);
-    return grads.emplace(loss, std::move(plan)).first->second;
+    if (it == grads.end())
+      it = grads.emplace(loss, plan::plan_program_gradient(program.graph(), loss, plan_options())).first;
+    return it->second;
   }
 
   // grad[ids[r]] += dy[r] for the rows of a lookup; records the rows.
@@ -230,15 +192,15 @@ struct Executor::Impl {
 
   void backward(NodeId loss, double seed) {
     SYLVA_CHECK(forwarded, "[executor] backward() called before forward()");
-    const GradPlan& plan = grad_plan(loss);
-    const ir::Graph& g = *plan.graph;
+    const plan::ProgramGradPlan& gp = grad_plan(loss);
+    const ir::Graph& g = *gp.graph;
     while (grad_values.size() < g.size()) grad_values.emplace_back(backend.memory());
     std::vector<Slot>& gv = grad_values;
     sparse.clear();
-    for (const std::string& name : plan.sparse_params) sparse[name];
-    for (NodeId id : plan.order) {
+    for (const std::string& name : gp.sparse_params) sparse[name];
+    for (NodeId id : gp.order) {
       const Node& n = g.node(id);
-      if (plan.folded[n.id]) continue;
+      if (gp.folded[n.id]) continue;
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
         case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
@@ -251,7 +213,7 @@ struct Executor::Impl {
           break;
         }
         case OpKind::ParamGradOut:
-          if (!plan.folded[n.inputs[0]]) {
+          if (!gp.folded[n.inputs[0]]) {
             backend.accumulate(gv[n.inputs[0]].view, store.grad(n.attrs.name));
           } else if (g.node(n.inputs[0]).op == OpKind::LookupGrad) {
             sparse_accumulate(g, g.node(n.inputs[0]), gv, store.host(n.attrs.name));
@@ -260,6 +222,8 @@ struct Executor::Impl {
             scratch.clear();
             for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
             backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{}, true});
+            observe(n, g, start, rows_of(n.type), &mm);
+            continue;
           }
           break;
         case OpKind::ApplyGrad: {
@@ -290,9 +254,10 @@ struct Executor::Impl {
   std::vector<Slot> values;
   std::vector<Slot> grad_values;
   std::vector<std::vector<int32_t>> ids_on_host;  // per input_ids node: its ids (host_ids)
+  plan::PlanCache plans;  // one per vertex function
   std::vector<std::unique_ptr<VertexRunner>> runners;
-  std::vector<NodeId> order;  // of the static graph's nodes (run_order)
-  std::unordered_map<NodeId, GradPlan> grads;
+  plan::ProgramPlan program_plan;
+  std::unordered_map<NodeId, plan::ProgramGradPlan> grads;
   RowSparsity sparse;
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
   const GraphBatch* batch = nullptr;
@@ -369,12 +334,12 @@ VertexRunner& runner_of(const Program& program, const std::vector<std::unique_pt
 
 }  // namespace
 
-const ir::Graph& Executor::vertex_function(Symbol apply) const {
-  return runner_of(impl_->program, impl_->runners, apply).graph();
-}
+const ir::Graph& Executor::vertex_function(Symbol apply) const { return *vertex_plan(apply).forward.graph; }
 
-const ir::Graph& Executor::vertex_gradient(Symbol apply) const {
-  return runner_of(impl_->program, impl_->runners, apply).grad_graph();
+const ir::Graph& Executor::vertex_gradient(Symbol apply) const { return *vertex_plan(apply).backward.graph; }
+
+const plan::VertexPlan& Executor::vertex_plan(Symbol apply) const {
+  return runner_of(impl_->program, impl_->runners, apply).plan();
 }
 
 size_t Executor::allocations() const {

@@ -12,32 +12,9 @@ namespace sylva {
 using ir::OpKind;
 
 OpCategory op_category(OpKind op) {
-  switch (op) {
-    case OpKind::Apply:
-    case OpKind::ApplyGrad: SYLVA_THROW("[profiler] ", ir::op_name(op), " is a container and has no category");
-    case OpKind::MatMul: return OpCategory::gemm;
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-    case OpKind::SoftmaxCrossEntropy:
-    case OpKind::SoftmaxGrad:
-    case OpKind::LogSoftmaxGrad:
-    case OpKind::SoftmaxCrossEntropyGrad: return OpCategory::softmax_loss;
-    case OpKind::Sum:
-    case OpKind::SumRows:
-    case OpKind::Mean: return OpCategory::reduction;
-    case OpKind::ParamGradOut: return OpCategory::param_grad;
-    case OpKind::Concat:
-    case OpKind::Slice:
-    case OpKind::Assemble:
-    case OpKind::Broadcast:
-    case OpKind::Lookup:
-    case OpKind::LookupGrad: return OpCategory::data_movement;
-    default: break;
-  }
-  const ir::OpFlag flags = ir::op_def(op).flags;
-  if (has(flags, ir::OpFlag::elementwise) || op == OpKind::DropoutMask) return OpCategory::elementwise;
-  if (has(flags, ir::OpFlag::boundary)) return OpCategory::data_movement;
-  return OpCategory::other;
+  SYLVA_CHECK(op != OpKind::Apply && op != OpKind::ApplyGrad, "[profiler] ", ir::op_name(op),
+              " is a container and has no category");
+  return ir::op_def(op).category;
 }
 
 const char* category_name(OpCategory c) {
@@ -64,7 +41,7 @@ void Profiler::record(const OpEvent& e) {
     apply_seconds_ += s;
     return;
   }
-  if (e.task >= 0) body_seconds_ += s;
+  if (e.phase != EventPhase::program) body_seconds_ += s;
   const bool fused = !e.fused.empty();
   Stat& by_category = categories_[static_cast<size_t>(fused ? OpCategory::elementwise : op_category(e.node.op))];
   for (Stat* st : {&by_category, fused ? &fused_ : &ops_[static_cast<size_t>(e.node.op)]}) {

@@ -1,5 +1,7 @@
 #include "stream.h"
 
+#include "side_queue.h"
+
 #include <utility>
 
 #include "sylva/core/denormals.h"
@@ -75,6 +77,78 @@ void WorkerStream::loop() {
     ++completed_;
     done_.notify_all();
   }
+}
+
+namespace {
+
+// Queues the backend calls made while it lives on lane `lane`.
+class OnLane {
+ public:
+  OnLane(Backend& b, int lane) : b_(b), previous_(b.set_lane(lane)) {}
+  ~OnLane() {
+    try {
+      b_.set_lane(previous_);
+    } catch (...) {  // a lane it came from exists
+    }
+  }
+  OnLane(const OnLane&) = delete;
+  OnLane& operator=(const OnLane&) = delete;
+
+ private:
+  Backend& b_;
+  int previous_;
+};
+
+class ThreadQueue final : public SideQueue {
+ public:
+  uint64_t enqueue(std::function<void()> fn) override { return worker_.enqueue(std::move(fn)); }
+  void wait(uint64_t e) override { worker_.wait(e); }
+  void join() override { worker_.synchronize(); }
+  void drain() noexcept override { worker_.drain(); }
+  bool other_thread() const override { return true; }
+
+ private:
+  WorkerStream worker_;
+};
+
+// Lane 1 of a backend that takes calls from one thread: each piece of work
+// waits there for what lane 0 queued before it.
+class LaneQueue final : public SideQueue {
+ public:
+  explicit LaneQueue(Backend& b) : b_(b) {}
+  uint64_t enqueue(std::function<void()> fn) override {
+    const uint64_t ready = b_.record();
+    OnLane side(b_, 1);
+    b_.wait(ready);
+    fn();
+    return b_.record();
+  }
+  void wait(uint64_t e) override { b_.wait(e); }
+  void join() override {
+    uint64_t done = 0;
+    {
+      OnLane side(b_, 1);
+      done = b_.record();
+    }
+    b_.wait(done);
+  }
+  void drain() noexcept override {
+    try {
+      join();
+    } catch (...) {  // unwinding from an error already
+    }
+  }
+  bool other_thread() const override { return false; }
+
+ private:
+  Backend& b_;
+};
+
+}  // namespace
+
+std::unique_ptr<SideQueue> make_side_queue(Backend& backend) {
+  if (!backend.concurrent_calls()) return std::make_unique<LaneQueue>(backend);
+  return std::make_unique<ThreadQueue>();
 }
 
 }  // namespace sylva::detail

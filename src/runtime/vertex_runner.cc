@@ -1,85 +1,24 @@
 #include "vertex_runner.h"
 
 #include <algorithm>
-#include <cstring>
+#include <utility>
 
 #include "sylva/core/error.h"
 #include "sylva/core/log.h"
-#include "sylva/passes/autodiff.h"
-#include "sylva/sched/ios_ir.h"
 
 namespace sylva::detail {
 
 using ir::Node;
 using ir::NodeId;
 using ir::OpKind;
+using plan::Home;
+using plan::Phase;
 
 MatView& Slot::shape(int64_t rows, int64_t cols, DType dtype) {
   buf.reserve(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtype_size(dtype));
   view = {buf.data(), rows, cols, dtype};
   return view;
 }
-
-namespace {
-// The whole [rows, cols] matrix that a task window of an arena belongs to.
-MatView rebase(MatView window, const Task& t, int64_t rows) {
-  return {static_cast<char*>(window.data) - t.offset * window.cols * static_cast<int64_t>(dtype_size(window.dtype)),
-          rows, window.cols, window.dtype};
-}
-// Whether node n of F or ∂F is zero at every row given which of its
-// inputs are (zero[]): products with a zero factor, sums of zeros,
-// slices/concats of zeros, and ops that map 0 to 0 (tanh, relu, scale,
-// reductions; gradient ops are zero when the incoming gradient is).
-bool zero_from_inputs(const Node& n, const std::vector<uint8_t>& zero) {
-  const auto z = [&](size_t k) { return k < n.inputs.size() && zero[static_cast<size_t>(n.inputs[k])] != 0; };
-  const auto all = [&] {
-    for (size_t k = 0; k < n.inputs.size(); ++k)
-      if (!z(k)) return false;
-    return !n.inputs.empty();
-  };
-  switch (n.op) {
-    case OpKind::MatMul: case OpKind::Mul: return z(0) || z(1);
-    case OpKind::Add: case OpKind::Sub: case OpKind::Concat: case OpKind::Assemble: return all();
-    case OpKind::Slice: case OpKind::Tanh: case OpKind::Relu: case OpKind::Scale: case OpKind::SumRows:
-    case OpKind::Sum: case OpKind::Broadcast: return z(0);
-    case OpKind::TanhGrad: case OpKind::SigmoidGrad: case OpKind::ReluGrad: case OpKind::SoftmaxGrad:
-    case OpKind::LogSoftmaxGrad: return z(1);
-    default: return false;
-  }
-}
-
-// Queues the backend calls made while it lives on lane `lane`.
-class OnLane {
- public:
-  OnLane(Backend& b, int lane) : b_(b), previous_(b.set_lane(lane)) {}
-  ~OnLane() {
-    try {
-      b_.set_lane(previous_);
-    } catch (...) {  // a lane it came from exists
-    }
-  }
-  OnLane(const OnLane&) = delete;
-  OnLane& operator=(const OnLane&) = delete;
-
- private:
-  Backend& b_;
-  int previous_;
-};
-
-bool all_zero_bytes(const MatView& v) {
-  const size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
-  const auto* p = static_cast<const unsigned char*>(v.data);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    if (w) return false;
-  }
-  for (; i < n; ++i)
-    if (p[i]) return false;
-  return true;
-}
-}  // namespace
 
 std::vector<Slot> make_slots(size_t n, Memory& memory) {
   std::vector<Slot> slots;
@@ -88,127 +27,63 @@ std::vector<Slot> make_slots(size_t n, Memory& memory) {
   return slots;
 }
 
-bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
-  if (backend_.memory().host_visible()) return all_zero_bytes(block);
-  return (task_bits_[ti] & kPullGradUnused) != 0;  // every row looked up id -1
+namespace {
+// The whole [rows, cols] matrix that a task window of an arena belongs to.
+MatView rebase(MatView window, const Task& t, int64_t rows) {
+  return {static_cast<char*>(window.data) - t.offset * window.cols * static_cast<int64_t>(dtype_size(window.dtype)),
+          rows, window.cols, window.dtype};
+}
+// Whether the backend must have a kernel for `op` (boundary ops and markers move data here).
+bool needs_kernel(OpKind op) {
+  const ir::OpFlag f = ir::op_def(op).flags;
+  return !ir::has(f, ir::OpFlag::boundary) && !ir::has(f, ir::OpFlag::source);
+}
+EventPhase event_phase(Phase p) {
+  return p == Phase::pre ? EventPhase::before_loop : p == Phase::post ? EventPhase::after_loop : EventPhase::task_loop;
+}
+}  // namespace
+
+VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend& backend, ParamStore& params,
+                           RunnerOptions options)
+    : plan_(std::move(plan)), backend_(backend), params_(params), options_(options) {
+  for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
+    for (const Node& n : p->graph->nodes()) {
+      if (n.op == OpKind::Param) params_.value(n.attrs.name);  // throws early if missing
+      if (needs_kernel(n.op) && !p->folded[static_cast<size_t>(n.id)])
+        SYLVA_CHECK(backend_.supports(n.op), "[", backend_.name(), "] no kernel for op '", ir::op_name(n.op),
+                    "' used by vertex function '", p->graph->name(), "'");
+    }
+  if (plan_->scatter_source != ir::kNoNode) {
+    const Node& src = plan_->forward.graph->node(plan_->scatter_source);
+    scatter_grad_ = DynamicTensor(src.type.shape, src.type.dtype, backend_.memory());
+  }
+  init_values(fwd_, plan_->forward, false);
+  init_values(bwd_, plan_->backward, true);
 }
 
-VertexRunner::VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParamStore& params,
-                           std::optional<ios::Options> ios)
-    : ios_(ios),
-      f_(ios ? std::make_shared<const ir::Graph>(ios::plan_graph(*f, *ios).graph) : std::move(f)),
-      backend_(backend),
-      params_(params) {
-  const ir::Graph& g = *f_;
-  auto scatters = g.find(OpKind::Scatter);
-  if (!scatters.empty()) {
-    scatter_src_ = g.node(scatters[0]).inputs[0];
-    scatter_grad_ = DynamicTensor(g.node(scatter_src_).type.shape, g.dtype(), backend_.memory());
-  }
-  SYLVA_CHECK(!scatters.empty() || (g.find(OpKind::Gather).empty() && g.find(OpKind::GatherReduce).empty()),
-              "[vertex_function] '", g.name(), "' gathers children's messages but never scatters one");
-  // F must be per-vertex: a fixed-size value computed from per-vertex values
-  // (a reduction over rows) would depend on how vertices are batched.
-  std::vector<bool> per_vertex(g.size(), false);
-  for (const Node& n : g.nodes()) {
-    bool dep = n.type.rowed;
-    for (NodeId in : n.inputs) dep = dep || per_vertex[in];
-    per_vertex[n.id] = dep;
-    SYLVA_CHECK(n.type.rowed || !dep, "[vertex_function] '", g.name(), "' node ", n.id, " (",
-                ir::op_name(n.op), ") reduces per-vertex values to ", n.type.str(),
-                "; F must compute each vertex independently (reduce in the program instead)");
-    SYLVA_CHECK(n.op != OpKind::InputIds, "[vertex_function] input_ids is not available inside F");
-    if (n.op != OpKind::Param && n.op != OpKind::Push && n.op != OpKind::Scatter &&
-        !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary))
-      SYLVA_CHECK(backend_.supports(n.op), "[", backend_.name(), "] no kernel for op '", ir::op_name(n.op),
-                  "' used by vertex function '", g.name(), "'");
-  }
-  for (const Node& n : g.nodes())
-    if (n.op == OpKind::Param) params_.value(n.attrs.name);  // throws early if missing
-  init_values(fwd_, g);
-}
+VertexRunner::~VertexRunner() = default;
 
-const ir::Graph& VertexRunner::grad_graph() {
-  if (!df_) {
-    df_ = passes::differentiate_vertex_function(*f_);
-    if (ios_) df_ = std::make_shared<const ir::Graph>(ios::plan_graph(*df_, *ios_, /*slice_param_grads=*/true).graph);
-    init_values(bwd_, *df_);
-    folded_ = passes::foldable_param_matmuls(*df_);
-    consumers_b_.assign(df_->size(), {});
-    for (const Node& n : df_->nodes())
-      for (NodeId in : n.inputs) consumers_b_[static_cast<size_t>(in)].push_back(n.id);
-    phases_dirty_ = true;
-  }
-  return *df_;
-}
-
-void VertexRunner::init_values(Values& v, const ir::Graph& g) {
-  v.graph = &g;
-  v.home.assign(g.size(), Home::none);
-  v.arena.clear();
+void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backward) {
+  const ir::Graph& g = *p.graph;
+  v.plan = &p;
+  v.backward = backward;
   v.arena.resize(g.size());
   v.fixed = make_slots(g.size(), backend_.memory());
-  for (const Node& n : g.nodes()) {
-    Home h = n.type.rowed ? Home::arena : Home::fixed;
-    switch (n.op) {
-      case OpKind::Param: h = Home::param; break;
-      case OpKind::ForwardValue: h = Home::forward; break;
-      case OpKind::ScatterGradIn: h = Home::scatter_grad; break;
-      case OpKind::Scatter: case OpKind::Push: case OpKind::GatherGradOut: case OpKind::GatherReduceGradOut:
-      case OpKind::PullGradOut: case OpKind::ParamGradOut:
-        h = Home::none;
-        break;
-      default: break;
-    }
-    v.home[n.id] = h;
-    if (h == Home::arena) v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype, backend_.memory());
-  }
-  v.phase.assign(g.size(), Phase::loop);
-  v.pre.clear();
-  v.post.clear();
+  v.group_failed.assign(p.fused.size(), 0);
+  for (const Node& n : g.nodes())
+    if (p.home[static_cast<size_t>(n.id)] == Home::arena)
+      v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype, backend_.memory());
 }
 
-void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
-                            const Observer* obs) {
-  if (unit >= 0) {
-    run_node(v, v.graph->node(unit), t, task_index, ctx, obs);
-    return;
-  }
-  Values::Fused& f = v.fused[static_cast<size_t>(-1 - unit)];
-  if (!f.failed) {
-    run_group(v, static_cast<size_t>(-1 - unit), t, task_index, obs);
-    if (!f.failed) return;
-  }
-  for (NodeId m : f.members) run_node(v, v.graph->node(m), t, task_index, ctx, obs);
-}
-
-// A fused group computes every member, zero ones included (their inputs are
-// zeros, so they come out zero) and unneeded ones in ∂F (nobody reads them).
-void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
-  Values::Fused& f = v.fused[group];
-  if (skip_ && &v == &fwd_)
-    for (NodeId m : f.members)
-      main_.zero_f[static_cast<size_t>(m)] = zero_from_inputs(v.graph->node(m), main_.zero_f);
-  auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-  main_.in.clear();
-  for (NodeId in : f.inputs) main_.in.push_back(view(v, in, t));
-  main_.out.clear();
-  for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
-  if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
-    f.failed = true;
-    log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
-                               v.graph->name() + "'; running its ops one by one");
-    return;
-  }
-  if (obs && *obs)
-    (*obs)({v.graph->node(f.members.back()), *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start,
-            f.members});
+bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
+  if (backend_.memory().host_visible()) return all_zero_bytes(block);
+  return absence_[ti].pull_grad_unused;  // every row looked up id -1
 }
 
 void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids) {
   batch_ = &batch;
   schedule_ = &schedule;
-  const ir::Graph& g = *f_;
+  const ir::Graph& g = *plan_->forward.graph;
   const int64_t rows = schedule.num_rows();
   const int64_t max_read = g.max_children_read();
   if (max_read >= 0 && batch.max_arity() > max_read) {
@@ -230,6 +105,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
       t[r] = slot < static_cast<int64_t>(ch.size()) && ch[slot] >= 0 ? schedule.row_of_vertex[ch[slot]] : -1;
     }
   }
+  reduce_offsets_.clear();
   if (!g.find(OpKind::GatherReduce).empty()) {
     reduce_offsets_.assign(static_cast<size_t>(rows) + 1, 0);
     reduce_src_.clear();
@@ -243,100 +119,34 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
       reduce_offsets_[r + 1] = static_cast<int32_t>(reduce_src_.size());
     }
   }
-  // What is absent at every row of each task (see skip_zero_work).
-  task_bits_.assign(schedule.tasks.size(), 0);
+  absence_ = task_absence(schedule, child_rows_, reduce_offsets_, pull_ids);
   task_pull_zero_.assign(schedule.tasks.size(), 0);
-  for (size_t ti = 0; ti < schedule.tasks.size(); ++ti) {
-    const Task& t = schedule.tasks[ti];
-    uint64_t bits = 0;
-    for (int64_t slot = 0; slot < std::min<int64_t>(slots, 62); ++slot) {
-      const int32_t* c = child_rows_[static_cast<size_t>(slot)].data() + t.offset;
-      if (std::all_of(c, c + t.bs, [](int32_t r) { return r < 0; })) bits |= 1ull << slot;
-    }
-    if (!reduce_offsets_.empty() && reduce_offsets_[t.offset] == reduce_offsets_[t.offset + t.bs]) bits |= kNoChildren;
-    if (!pull_ids.empty()) {
-      const int32_t* v = schedule.vertex_of_row.data() + t.offset;
-      if (std::all_of(v, v + t.bs, [&](int32_t x) { return pull_ids[static_cast<size_t>(x)] < 0; }))
-        bits |= kPullGradUnused;
-    }
-    task_bits_[ti] = bits;
-  }
   minus_ones_.assign(static_cast<size_t>(rows), -1);
-  ensure_phases();
   main_.zero_f.assign(g.size(), 0);
-  for (size_t i = 0; i < fwd_.arena.size(); ++i)
-    if (fwd_.home[i] == Home::arena) fwd_.arena[i].reserve_rows(rows);
-  for (size_t i = 0; i < bwd_.arena.size(); ++i)
-    if (bwd_.home[i] == Home::arena) bwd_.arena[i].reserve_rows(rows);
-  if (scatter_src_ != ir::kNoNode && df_) scatter_grad_.reserve_rows(rows);
+  for (Values* v : {&fwd_, &bwd_})
+    for (size_t i = 0; i < v->arena.size(); ++i)
+      if (v->plan->home[i] == Home::arena) v->arena[i].reserve_rows(rows);
+  if (plan_->scatter_source != ir::kNoNode) scatter_grad_.reserve_rows(rows);
 }
 
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
-  const Node& n = v.graph->node(id);
-  switch (v.home[id]) {
-    case Home::arena: {
-      DynamicTensor& a = v.arena[id];
-      return {a.row(t.offset), t.bs, a.cols(), a.dtype()};
-    }
+  const Node& n = v.plan->graph->node(id);
+  switch (v.plan->home[id]) {
+    case Home::arena: return v.arena[id].rows(t.offset, t.bs);
     case Home::fixed: return v.fixed[id].view;
     case Home::param: return params_.value(n.attrs.name);
     case Home::forward: return view(fwd_, n.attrs.ref, t);
-    case Home::scatter_grad: return {scatter_grad_.row(t.offset), t.bs, scatter_grad_.cols(), scatter_grad_.dtype()};
+    case Home::scatter_grad: return scatter_grad_.rows(t.offset, t.bs);
     case Home::none: break;
   }
   SYLVA_THROW("[vertex_runner] node ", id, " (", ir::op_name(n.op), ") has no value (internal)");
 }
 
-// A gather (reduce) whose children are absent at every row of the task.
-bool VertexRunner::absent_message(const Node& n, uint64_t bits) {
-  if (n.op == OpKind::GatherReduce) return (bits & kNoChildren) != 0;
-  return n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u);
+MatView VertexRunner::fixed_out(Values& v, const Node& n) {
+  return v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype);
 }
 
-void VertexRunner::compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, const std::vector<uint8_t>& zero_f,
-                                std::vector<uint8_t>& zero) const {
-  zero.assign(g.size(), 0);
-  for (const Node& n : g.nodes()) {
-    bool z = false;
-    switch (n.op) {
-      case OpKind::Gather: case OpKind::GatherReduce: z = absent_message(n, bits); break;
-      case OpKind::Pull: z = pull_zero; break;
-      case OpKind::ForwardValue: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
-      default: z = zero_from_inputs(n, zero);
-    }
-    zero[static_cast<size_t>(n.id)] = z;
-  }
-}
-
-// ∂F nodes of the current task whose result nobody needs: gradients for
-// absent children or unused pull rows, zero parameter gradients, and
-// everything that only feeds those.
-void VertexRunner::compute_dead(uint64_t bits, Lane& lane) const {
-  const ir::Graph& dg = *df_;
-  const std::vector<uint8_t>& zero_b = lane.zero_b;
-  std::vector<uint8_t>& dead_b = lane.dead_b;
-  dead_b.assign(dg.size(), 0);
-  for (size_t i = dg.size(); i-- > 0;) {
-    const Node& n = dg.node(static_cast<NodeId>(i));
-    bool d = false;
-    switch (n.op) {
-      case OpKind::GatherGradOut:
-        d = (n.attrs.slot < 62 && (bits >> n.attrs.slot & 1u)) || zero_b[static_cast<size_t>(n.inputs[0])] != 0;
-        break;
-      case OpKind::GatherReduceGradOut:
-        d = (bits & kNoChildren) != 0 || zero_b[static_cast<size_t>(n.inputs[0])] != 0;
-        break;
-      case OpKind::PullGradOut: d = (bits & kPullGradUnused) != 0; break;
-      case OpKind::ParamGradOut: d = zero_b[static_cast<size_t>(n.inputs[0])] != 0; break;
-      default: {
-        const auto& cs = consumers_b_[i];
-        d = !cs.empty() &&
-            std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return dead_b[static_cast<size_t>(c)] != 0; });
-      }
-    }
-    dead_b[i] = d;
-  }
-}
+MatView VertexRunner::scatter_grad_all() { return scatter_grad_.rows(0, schedule_->num_rows()); }
 
 // Data movement at F's boundary, for the rows of one task.
 void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
@@ -344,60 +154,24 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
     return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
   };
   const std::span<const int32_t> vertices = rows_of(schedule_->vertex_of_row);
-  MatView whole_scatter;
-  if (scatter_src_ != ir::kNoNode && n.op != OpKind::Pull && n.op != OpKind::PushGradIn &&
-      n.op != OpKind::PullGradOut) {
-    const DynamicTensor& src = (n.op == OpKind::Gather || n.op == OpKind::GatherReduce) ? fwd_.arena[scatter_src_]
-                                                                                      : scatter_grad_;
-    whole_scatter = {const_cast<void*>(src.row(0)), schedule_->num_rows(), src.cols(), src.dtype()};
-  }
+  const auto messages = [&] {  // what children scattered (F), or their message gradients (∂F)
+    return std::as_const(fwd_.arena[plan_->scatter_source]).rows(0, schedule_->num_rows());
+  };
   switch (n.op) {
     case OpKind::Pull: backend_.copy_rows(pull_, vertices, out, {}); return;
     case OpKind::PushGradIn: backend_.copy_rows(d_pushed_, vertices, out, {}); return;
-    case OpKind::Gather: backend_.copy_rows(whole_scatter, rows_of(child_rows_[n.attrs.slot]), out, {}); return;
+    case OpKind::Gather: backend_.copy_rows(messages(), rows_of(child_rows_[n.attrs.slot]), out, {}); return;
     case OpKind::GatherReduce: {
       backend_.fill_zero(out);
       int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
       if (e == b) return;  // an empty index span would mean "all rows"
-      backend_.add_rows(whole_scatter, {reduce_src_.data() + b, static_cast<size_t>(e - b)},
+      backend_.add_rows(messages(), {reduce_src_.data() + b, static_cast<size_t>(e - b)},
                         rebase(out, t, schedule_->num_rows()), {reduce_dst_.data() + b, static_cast<size_t>(e - b)});
       return;
     }
     default: break;
   }
   SYLVA_ASSERT(false, "unexpected boundary op ", ir::op_name(n.op));
-}
-
-void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
-                            const Observer* obs) {
-  const Home h = v.home[n.id];
-  if (h == Home::param || h == Home::forward || h == Home::scatter_grad) return;
-  if (v.phase[n.id] != Phase::loop) return;
-  if (&v == &bwd_ && folded_[n.id]) return;  // runs at its ParamGradOut
-  const bool fwd = &v == &fwd_;
-  if (skip_ && !fwd && main_.dead_b[static_cast<size_t>(n.id)]) {
-    skip_unneeded(n, t);
-    return;
-  }
-  if (skip_ && fwd && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
-    const bool z = n.op == OpKind::Gather || n.op == OpKind::GatherReduce
-                       ? absent_message(n, task_bits_[static_cast<size_t>(task_index)])
-                       : zero_from_inputs(n, main_.zero_f);
-    main_.zero_f[static_cast<size_t>(n.id)] = z;
-  }
-  if (skip_ && (h == Home::arena || h == Home::fixed) && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
-      (fwd ? main_.zero_f : main_.zero_b)[static_cast<size_t>(n.id)]) {
-    backend_.fill_zero(h == Home::arena ? view(v, n.id, t)
-                                        : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype));
-    ++skipped_;  // known zero: no kernel
-    return;
-  }
-  exec_node(v, n, t, task_index, ctx, obs, main_);
-  if (skip_ && n.op == OpKind::Pull) {
-    const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));
-    main_.zero_f[static_cast<size_t>(n.id)] = z;
-    task_pull_zero_[static_cast<size_t>(task_index)] = z;
-  }
 }
 
 // An unneeded ∂F node is not computed; unused pull rows get zeros rather
@@ -409,263 +183,149 @@ void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
   ++skipped_;
 }
 
+void VertexRunner::report(Values& v, const Node& n, const Task& t, int64_t task_index, const Observer* obs,
+                          Lane& lane, std::chrono::steady_clock::time_point start, std::span<const NodeId> fused,
+                          const Node* folded) {
+  if (!obs || !*obs) return;
+  const EventPhase phase = event_phase(v.plan->phase[n.id]);
+  const OpEvent e{n, *v.plan->graph, phase == EventPhase::task_loop ? task_index : -1, t.bs,
+                  std::chrono::steady_clock::now() - start, fused, phase, folded};
+  if (lane.buffer_events) lane.events.push_back(e);
+  else (*obs)(e);
+}
+
+void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
+                            const Observer* obs) {
+  if (unit >= 0) {
+    run_node(v, v.plan->graph->node(unit), t, task_index, ctx, obs);
+    return;
+  }
+  const auto group = static_cast<size_t>(-1 - unit);
+  if (!v.group_failed[group]) {
+    run_group(v, group, t, task_index, obs);
+    if (!v.group_failed[group]) return;
+  }
+  for (NodeId m : v.plan->fused[group].members) run_node(v, v.plan->graph->node(m), t, task_index, ctx, obs);
+}
+
+// A fused group computes every member, zero ones included (their inputs are
+// zeros, so they come out zero) and unneeded ones in ∂F (nobody reads them).
+void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
+  const plan::FusedGroup& f = v.plan->fused[group];
+  if (options_.skip_zero_work && !v.backward)
+    for (NodeId m : f.members)
+      main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
+  const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  main_.in.clear();
+  for (NodeId in : f.inputs) main_.in.push_back(view(v, in, t));
+  main_.out.clear();
+  for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
+  if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
+    v.group_failed[group] = 1;
+    log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
+                               v.plan->graph->name() + "'; running its ops one by one");
+    return;
+  }
+  report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
+}
+
+void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
+                            const Observer* obs) {
+  const auto i = static_cast<size_t>(n.id);
+  const Home h = v.plan->home[i];
+  if (!v.plan->runs(n.id) || v.plan->phase[i] != Phase::loop || v.plan->folded[i]) return;  // folded: at its ParamGradOut
+  const bool skip = options_.skip_zero_work;
+  if (skip && v.backward && main_.unneeded[i]) {
+    skip_unneeded(n, t);
+    return;
+  }
+  if (skip && !v.backward && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
+    const bool gathers = n.op == OpKind::Gather || n.op == OpKind::GatherReduce;
+    main_.zero_f[i] = gathers ? absence_[static_cast<size_t>(task_index)].message_absent(n)
+                              : ir::zero_from_inputs(n, main_.zero_f);
+  }
+  if (skip && h != Home::none && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
+      (v.backward ? main_.zero_b : main_.zero_f)[i]) {
+    backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+    ++skipped_;  // known zero: no kernel
+    return;
+  }
+  exec_node(v, n, t, task_index, ctx, obs, main_);
+  if (skip && n.op == OpKind::Pull) {
+    const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));
+    main_.zero_f[i] = z;
+    task_pull_zero_[static_cast<size_t>(task_index)] = z;
+  }
+}
+
 void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                              const Observer* obs, Lane& lane) {
-  const Home h = v.home[n.id];
-  auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  const Node* folded = nullptr;
+  if (ir::has(ir::op_def(n.op).flags, ir::OpFlag::side_effect)) {
+    if (n.op == OpKind::ParamGradOut && v.plan->folded[static_cast<size_t>(n.inputs[0])])
+      folded = &v.plan->graph->node(n.inputs[0]);
+    exec_grad_out(v, n, t, ctx, lane);
+  } else if (n.op == OpKind::Scatter || n.op == OpKind::Push) {
+    return;  // markers: their input's arena is the value
+  } else if (ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) {
+    run_boundary(n, t, view(v, n.id, t));
+  } else {
+    lane.in.clear();
+    for (NodeId in : n.inputs) lane.in.push_back(view(v, in, t));
+    MatView out = v.plan->home[n.id] == Home::arena ? view(v, n.id, t) : fixed_out(v, n);
+    ExecContext c = ctx;
+    c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
+    backend_.run({n, lane.in, out, c});
+  }
+  report(v, n, t, task_index, obs, lane, start, {}, folded);
+}
+
+// ∂F's outputs: message gradients into the children's rows, the pull
+// gradient into the caller's rows, parameter gradients into the store.
+void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const ExecContext& ctx, Lane& lane) {
   const auto window = [&](const std::vector<int32_t>& table) {
     return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
   };
   switch (n.op) {
-    case OpKind::Scatter: case OpKind::Push: return;  // markers: their input's arena is the value
-    case OpKind::Pull: case OpKind::Gather: case OpKind::GatherReduce: case OpKind::PushGradIn:
-      run_boundary(n, t, view(v, n.id, t));
-      break;
-    case OpKind::GatherGradOut: {
-      MatView all = {scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()};
-      backend_.add_rows(view(v, n.inputs[0], t), {}, all, window(child_rows_[n.attrs.slot]));
-      break;
-    }
+    case OpKind::GatherGradOut:
+      backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), window(child_rows_[n.attrs.slot]));
+      return;
     case OpKind::GatherReduceGradOut: {
-      MatView all = {scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()};
-      MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());
-      int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
+      const MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());
+      const int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
       if (e > b)
-        backend_.add_rows(g_abs, {reduce_dst_.data() + b, static_cast<size_t>(e - b)}, all,
-                        {reduce_src_.data() + b, static_cast<size_t>(e - b)});
-      break;
+        backend_.add_rows(g_abs, {reduce_dst_.data() + b, static_cast<size_t>(e - b)}, scatter_grad_all(),
+                          {reduce_src_.data() + b, static_cast<size_t>(e - b)});
+      return;
     }
     case OpKind::PullGradOut:
       if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
-      break;
+      return;
     case OpKind::ParamGradOut: {
       MatView grad = params_.grad(n.attrs.name);
-      if (&v == &bwd_ && folded_[n.inputs[0]]) {
-        const Node& mm = v.graph->node(n.inputs[0]);
-        lane.in.clear();
-        for (NodeId in : mm.inputs) lane.in.push_back(view(v, in, t));
-        ExecContext c = ctx;
-        backend_.run({mm, lane.in, grad, c, /*accumulate=*/true});
-      } else {
+      if (!v.plan->folded[static_cast<size_t>(n.inputs[0])]) {
         backend_.accumulate(view(v, n.inputs[0], t), grad);
+        return;
       }
-      break;
-    }
-    default: {
+      const Node& mm = v.plan->graph->node(n.inputs[0]);
       lane.in.clear();
-      for (NodeId in : n.inputs) lane.in.push_back(view(v, in, t));
-      MatView out = h == Home::arena ? view(v, n.id, t)
-                                     : v.fixed[n.id].shape(n.type.shape.rows(), n.type.cols(), n.type.dtype);
+      for (NodeId in : mm.inputs) lane.in.push_back(view(v, in, t));
       ExecContext c = ctx;
-      c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
-      backend_.run({n, lane.in, out, c});
+      backend_.run({mm, lane.in, grad, c, /*accumulate=*/true});
+      return;
     }
+    default: break;
   }
-  if (obs && *obs) {
-    const OpEvent e{n, *v.graph, task_index, t.bs, std::chrono::steady_clock::now() - start};
-    if (lane.buffer_events) lane.events.push_back(e);
-    else (*obs)(e);
-  }
+  SYLVA_ASSERT(false, "unexpected gradient output ", ir::op_name(n.op));
 }
 
 void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
-  compute_zero(*f_, task_bits_[ti], task_pull_zero_[ti] != 0, {}, lane.zero_f);  // F reads no forward values
+  const Absence& a = absence_[ti];
+  zero_nodes(plan_->forward, a, task_pull_zero_[ti] != 0, {}, lane.zero_f);  // F reads no forward values
   if (!backward) return;
-  compute_zero(*df_, task_bits_[ti], false, lane.zero_f, lane.zero_b);
-  compute_dead(task_bits_[ti], lane);
-}
-
-void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs, size_t first,
-                             size_t end, Lane& lane) {
-  const std::vector<NodeId>& nodes = ph == Phase::pre ? v.pre : v.post;
-  if (nodes.empty() || first >= end) return;
-  const bool fwd = &v == &fwd_;
-  const auto& tasks = schedule_->tasks;
-  const size_t T = end - first;
-  const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
-  const auto batched = static_cast<int64_t>(tasks.size());  // the observer's task index for work outside the loop
-  // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
-  for (NodeId id : nodes) {
-    const Node& n = v.graph->node(id);
-    if (n.op != OpKind::Pull) continue;
-    exec_node(v, n, all, batched, ctx, obs, lane);
-    for (size_t ti = first; ti < end && skip_; ++ti) task_pull_zero_[ti] = pulled_zero(view(v, id, tasks[ti]), ti);
-  }
-  lane.state.assign(nodes.size() * T, 0);
-  for (size_t ti = first; ti < end && skip_; ++ti) {
-    task_flags(ti, !fwd, lane);
-    const std::vector<uint8_t>& zero = fwd ? lane.zero_f : lane.zero_b;
-    for (size_t k = 0; k < nodes.size(); ++k) {
-      const auto id = static_cast<size_t>(nodes[k]);
-      lane.state[k * T + (ti - first)] = !fwd && lane.dead_b[id] ? 2 : zero[id] ? 1 : 0;
-    }
-  }
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    const Node& n = v.graph->node(nodes[k]);
-    if (n.op == OpKind::Pull) continue;
-    if (v.home[n.id] == Home::fixed) {  // a value of parameters only: once, before the first task needs it
-      if (first == 0) exec_node(v, n, all, batched, ctx, obs, lane);
-      continue;
-    }
-    const uint8_t* state = lane.state.data() + k * T;
-    for (size_t i = 0; i < T;) {
-      const uint8_t st = state[i];
-      Task span{tasks[first + i].offset, 0};
-      int64_t count = 0;
-      for (; i < T && state[i] == st; ++i, ++count) span.bs += tasks[first + i].bs;
-      if (st == 0 || (st == 1 && v.home[n.id] != Home::arena)) {
-        exec_node(v, n, span, batched, ctx, obs, lane);
-      } else if (st == 1) {
-        backend_.fill_zero(view(v, n.id, span));
-        skipped_ += count;
-      } else {
-        skip_unneeded(n, span);
-        skipped_ += count - 1;
-      }
-    }
-  }
-}
-
-// Chunks of tasks holding at least a quarter of the rows (and 256 rows), in
-// task order; for the backward loop, in the reverse order it runs them.
-std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
-  const auto& tasks = schedule_->tasks;
-  const int64_t target = std::max<int64_t>(256, schedule_->num_rows() / 4);
-  std::vector<size_t> b{reverse ? tasks.size() : 0};
-  int64_t rows = 0;
-  for (size_t k = 0; k < tasks.size(); ++k) {
-    const size_t ti = reverse ? tasks.size() - 1 - k : k;
-    rows += tasks[ti].bs;
-    if (rows >= target || k + 1 == tasks.size()) {
-      b.push_back(reverse ? ti : ti + 1);
-      rows = 0;
-    }
-  }
-  return b;
-}
-
-void VertexRunner::report_worker_events(const Observer* obs) {
-  if (obs && *obs)
-    for (const OpEvent& e : worker_lane_.events) (*obs)(e);
-  worker_lane_.events.clear();
-}
-
-void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
-  pull_ = pull;
-  const auto& tasks = schedule_->tasks;
-  const size_t T = tasks.size();
-  // Streaming: the work before the loop runs on the worker (a device: is
-  // queued on lane 1), chunk by chunk, and each task waits only for its
-  // own chunk.
-  const bool stream = streaming_ && !fwd_.pre.empty() && T > 1;
-  const bool on_lane = stream && !backend_.concurrent_calls();
-  std::vector<size_t> bounds;
-  std::vector<uint64_t> events;
-  if (on_lane) {
-    worker_lane_.buffer_events = false;
-    bounds = chunk_bounds(false);
-    const uint64_t inputs_ready = backend_.record();  // the pull and the parameters, on lane 0
-    OnLane side(backend_, 1);
-    backend_.wait(inputs_ready);
-    for (size_t c = 0; c + 1 < bounds.size(); ++c) {
-      run_phase(fwd_, Phase::pre, ctx, obs, bounds[c], bounds[c + 1], worker_lane_);
-      events.push_back(backend_.record());
-    }
-  } else if (stream) {
-    if (!worker_) worker_ = std::make_unique<WorkerStream>();
-    worker_lane_.buffer_events = true;
-    bounds = chunk_bounds(false);
-    for (size_t c = 0; c + 1 < bounds.size(); ++c)
-      events.push_back(worker_->enqueue([this, ctx, obs, a = bounds[c], b = bounds[c + 1]] {
-        run_phase(fwd_, Phase::pre, ctx, obs, a, b, worker_lane_);
-      }));
-  } else {
-    run_phase(fwd_, Phase::pre, ctx, obs, 0, T, main_);
-  }
-  try {
-    size_t chunk = 0;
-    for (size_t ti = 0; ti < T; ++ti) {
-      if (stream && ti == bounds[chunk]) {
-        if (on_lane) backend_.wait(events[chunk++]);
-        else worker_->wait(events[chunk++]);
-      }
-      if (skip_ && !fwd_.pre.empty()) task_flags(ti, false, main_);  // zero flags of the nodes that ran before
-      for (int32_t u : fwd_.order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
-    }
-  } catch (...) {
-    if (stream && !on_lane) worker_->drain();
-    throw;
-  }
-  if (stream && !on_lane) report_worker_events(obs);
-  run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
-  // push: permute the pushed rows from task order back to vertex order.
-  NodeId src = f_->node(f_->find(OpKind::Push)[0]).inputs[0];
-  const DynamicTensor& a = fwd_.arena[src];
-  backend_.copy_rows({const_cast<void*>(a.row(0)), schedule_->num_rows(), a.cols(), a.dtype()}, {}, pushed,
-                     schedule_->vertex_of_row);
-}
-
-void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
-  grad_graph();
-  ensure_phases();
-  if (scatter_src_ != ir::kNoNode) {
-    scatter_grad_.reserve_rows(schedule_->num_rows());
-    backend_.fill_zero({scatter_grad_.row(0), schedule_->num_rows(), scatter_grad_.cols(), scatter_grad_.dtype()});
-  }
-  for (size_t i = 0; i < bwd_.arena.size(); ++i)
-    if (bwd_.home[i] == Home::arena) bwd_.arena[i].reserve_rows(schedule_->num_rows());
-  d_pushed_ = d_pushed;
-  d_pull_ = d_pull;
-  const ExecContext ctx;
-  const auto& tasks = schedule_->tasks;
-  const size_t T = tasks.size();
-  run_phase(bwd_, Phase::pre, ctx, obs, 0, T, main_);
-  // Streaming: once the loop has finished a chunk of tasks (their rows are
-  // final: parents run first), the work after the loop for those tasks
-  // runs on the worker (a device: is queued on lane 1) while the loop goes on.
-  const bool stream = streaming_ && !bwd_.post.empty() && T > 1;
-  const bool on_lane = stream && !backend_.concurrent_calls();
-  std::vector<size_t> bounds;
-  if (stream) {
-    if (!worker_ && !on_lane) worker_ = std::make_unique<WorkerStream>();
-    worker_lane_.buffer_events = !on_lane;
-    bounds = chunk_bounds(true);
-  }
-  try {
-    size_t chunk = 1;
-    for (size_t ti = T; ti-- > 0;) {
-      if (skip_) task_flags(ti, true, main_);
-      for (int32_t u : bwd_.order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
-      if (stream && ti == bounds[chunk]) {
-        if (on_lane) {
-          const uint64_t chunk_done = backend_.record();
-          OnLane side(backend_, 1);
-          backend_.wait(chunk_done);
-          run_phase(bwd_, Phase::post, ctx, obs, bounds[chunk], bounds[chunk - 1], worker_lane_);
-        } else {
-          worker_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
-            run_phase(bwd_, Phase::post, ctx, obs, a, b, worker_lane_);
-          });
-        }
-        ++chunk;
-      }
-    }
-    if (on_lane) {  // lane 0 goes on after lane 1's last chunk
-      uint64_t side_done = 0;
-      {
-        OnLane side(backend_, 1);
-        side_done = backend_.record();
-      }
-      backend_.wait(side_done);
-    } else if (stream) {
-      worker_->synchronize();
-    }
-  } catch (...) {
-    if (stream && !on_lane) worker_->drain();
-    throw;
-  }
-  if (stream && !on_lane) report_worker_events(obs);
-  else if (!stream) run_phase(bwd_, Phase::post, ctx, obs, 0, T, main_);
+  zero_nodes(plan_->backward, a, false, lane.zero_f, lane.zero_b);
+  unneeded_nodes(plan_->backward, a, lane.zero_b, lane.unneeded);
 }
 
 size_t VertexRunner::allocations() const {

@@ -1,20 +1,22 @@
-// Internal: runs one vertex function (F) and its gradient (∂F) over the
-// tasks of a schedule, with one dynamic tensor per per-vertex value.
+// Internal: runs a VertexPlan (F and ∂F, sylva/plan/vertex_plan.h) over the
+// tasks of a schedule, with one dynamic tensor per per-vertex value. What
+// runs where was decided by the plan; this only executes it.
 #pragma once
 
 #include <atomic>
 #include <memory>
-#include <optional>
 #include <span>
 #include <vector>
 
 #include "sylva/backend/backend.h"
 #include "sylva/core/dynamic_tensor.h"
-#include "sylva/frontend/parameter_set.h"
-#include "sylva/runtime/executor.h"
+#include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/graph_batch.h"
+#include "sylva/runtime/observer.h"
 #include "sylva/runtime/param_store.h"
-#include "sylva/sched/ios.h"
-#include "stream.h"
+#include "sylva/runtime/schedule.h"
+#include "side_queue.h"
+#include "zero_work.h"
 
 namespace sylva::detail {
 
@@ -31,42 +33,25 @@ struct Slot {
 /// `n` slots whose buffers come from `memory`.
 std::vector<Slot> make_slots(size_t n, Memory& memory);
 
+/// How a runner executes its plan (ExecutorOptions of the same names).
+struct RunnerOptions {
+  bool skip_zero_work = true;
+  bool streaming = false;
+};
+
 class VertexRunner {
  public:
-  /// With `ios`, F (here) and ∂F (when derived) are IOS-planned:
-  /// ios::plan_graph re-emits them in their plan's order, merged matmuls
-  /// rewritten (see ExecutorOptions::ios).
-  VertexRunner(std::shared_ptr<const ir::Graph> f, Backend& backend, ParamStore& params,
-               std::optional<ios::Options> ios = std::nullopt);
+  /// Checks that `backend` has a kernel for every op of F and ∂F and that
+  /// every parameter F reads exists (sylva::Error naming it otherwise).
+  VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend& backend, ParamStore& params,
+               RunnerOptions options);
+  ~VertexRunner();
 
   /// Per minibatch, before forward(): validates arity, builds the gather
   /// index tables and sizes every arena for the schedule's rows.
   /// `pull_ids` (vertex order, may be empty): when F's pull input is a
   /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
   void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {});
-  /// See ExecutorOptions::skip_zero_work.
-  void set_skip_zero_work(bool on) { skip_ = on; }
-  /// See ExecutorOptions::lazy_param_grads.
-  void set_lazy_param_grads(bool on) {
-    phases_dirty_ |= lazy_ != on;
-    lazy_ = on;
-  }
-  /// See ExecutorOptions::streaming.
-  void set_streaming(bool on) { streaming_ = on; }
-  /// See ExecutorOptions::fusion.
-  void set_fusion(bool on) {
-    phases_dirty_ |= fusion_ != on;
-    fusion_ = on;
-  }
-  /// Fused groups of F (backward = false) or ∂F, as lists of their nodes.
-  std::vector<std::vector<ir::NodeId>> fused_groups(bool backward) const;
-  /// See ExecutorOptions::eager_batching.
-  void set_eager_batching(bool on) {
-    phases_dirty_ |= eager_ != on;
-    eager_ = on;
-  }
-  /// Ops of F and ∂F skipped (zero or unneeded) since construction.
-  int64_t skipped_ops() const { return skipped_.load(); }
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull); pushed: [V, h] in vertex order.
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
@@ -74,114 +59,92 @@ class VertexRunner {
   /// out (vertex order); adds parameter gradients into the ParameterSet.
   void backward(MatView d_pushed, MatView d_pull, const Observer* obs);
 
-  const ir::Graph& graph() const { return *f_; }
-  const ir::Graph& grad_graph();
+  const plan::VertexPlan& plan() const { return *plan_; }
+  /// Ops of F and ∂F skipped (zero or unneeded) since construction.
+  int64_t skipped_ops() const { return skipped_.load(); }
   size_t allocations() const;
 
  private:
-  // Where a node's value lives.
-  enum class Home : uint8_t { arena, fixed, param, forward, scatter_grad, none };
-  // When a node runs: once over all rows before the task loop (eager), per
-  // task, or once over all rows after it (lazy).
-  enum class Phase : uint8_t { pre, loop, post };
   // What one thread needs to run nodes: operand lists, zero/unneeded flags
-  // of the task at hand, per-task states of a phase, and (for the worker)
-  // observer events kept until the caller's thread reports them.
+  // of the task at hand, per-task states of a phase, and (for a side
+  // thread) observer events kept until the caller's thread reports them.
   struct Lane {
     std::vector<MatView> in, out;
-    std::vector<uint8_t> zero_f, zero_b, dead_b;
-    std::vector<uint8_t> state;  // [node of the phase][task]: 0 run, 1 zero, 2 unneeded
+    std::vector<uint8_t> zero_f, zero_b, unneeded;
+    std::vector<TaskState> state;  // [node of the phase][task]
     bool buffer_events = false;
     std::vector<OpEvent> events;
   };
+  // The values of F or ∂F, laid out as its plan says.
   struct Values {
-    const ir::Graph* graph = nullptr;
-    std::vector<Home> home;
+    const plan::GraphPlan* plan = nullptr;
+    bool backward = false;
     std::vector<DynamicTensor> arena;
     std::vector<Slot> fixed;
-    std::vector<Phase> phase;
-    std::vector<ir::NodeId> pre, post;  // nodes that run outside the task loop, in order
-    // Fusion: the task loop runs `order` (node ids, or -1 - group).
-    struct Fused {
-      std::vector<ir::NodeId> members, inputs, outputs;
-      FusedProgram program;
-      bool failed = false;  // the backend has no fused kernel: run the members
-    };
-    std::vector<Fused> fused;
-    std::vector<int32_t> order;
+    std::vector<uint8_t> group_failed;  // the backend has no fused kernel: run the members
   };
 
-  void init_values(Values& v, const ir::Graph& g);
+  void init_values(Values& v, const plan::GraphPlan& p, bool backward);
   MatView view(Values& v, ir::NodeId id, const Task& t);
+  MatView fixed_out(Values& v, const ir::Node& n);
   // In the task loop: runs node n for task t unless it runs in another
   // phase or is skipped (zero or unneeded).
   void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
-  // Runs node n over the rows of t (a task or a run of tasks).
+  // Runs node n over the rows of t (a task, or a run of tasks outside the loop).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                  const Observer* obs, Lane& lane);
+  // The gradient outputs of ∂F, for the rows of t.
+  void exec_grad_out(Values& v, const ir::Node& n, const Task& t, const ExecContext& ctx, Lane& lane);
+  // Tells the observer (or the lane's buffer) that n ran.
+  void report(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const Observer* obs, Lane& lane,
+              std::chrono::steady_clock::time_point start, std::span<const ir::NodeId> fused = {},
+              const ir::Node* folded = nullptr);
   void skip_unneeded(const ir::Node& n, const Task& t);
-  // Eager and lazy batching: which nodes run outside the task loop.
-  void plan_phases(Values& v, bool backward);
-  void ensure_phases();
-  void plan_fusion(Values& v, bool backward);
-  // In the task loop: one unit of v.order.
+  // In the task loop: one unit of the plan's order.
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
   void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
   // Runs the pre or post nodes of v for tasks [first, end) over runs of
   // consecutive tasks in which they are neither zero nor unneeded.
-  void run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
+  void run_phase(Values& v, plan::Phase ph, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
                  Lane& lane);
-  // Streaming: tasks [bounds[k], bounds[k+1]) form chunk k of a phase queued on the worker.
+  void phase_states(Values& v, const std::vector<ir::NodeId>& nodes, size_t first, size_t end, Lane& lane);
+  // Streaming: tasks [bounds[k], bounds[k+1]) form chunk k of a phase queued on the side.
   std::vector<size_t> chunk_bounds(bool reverse) const;
-  void report_worker_events(const Observer* obs);
-  // zero_f (and for ∂F zero_b, dead_b) of task ti.
+  SideQueue& side();
+  void report_side_events(const Observer* obs);
+  // zero_f (and for ∂F zero_b, unneeded) of task ti.
   void task_flags(size_t ti, bool backward, Lane& lane) const;
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
   // Whether the pulled rows of task ti (`block`) are all zero: read on the
   // host, or on a device known from the lookup's ids alone.
   bool pulled_zero(const MatView& block, size_t ti) const;
+  MatView scatter_grad_all();
 
-  std::optional<ios::Options> ios_;
-  std::shared_ptr<const ir::Graph> f_;
-  std::shared_ptr<const ir::Graph> df_;
+  std::shared_ptr<const plan::VertexPlan> plan_;
   Backend& backend_;
   ParamStore& params_;
+  RunnerOptions options_;
   Values fwd_, bwd_;
   DynamicTensor scatter_grad_;
-  ir::NodeId scatter_src_ = ir::kNoNode;  // the node F scatters
 
   const GraphBatch* batch_ = nullptr;
   const Schedule* schedule_ = nullptr;
   std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
-  MatView pull_, pushed_, d_pushed_, d_pull_;
-  std::vector<bool> folded_;  // ∂F matmuls run as grad += A·B at their ParamGradOut
+  MatView pull_, d_pushed_, d_pull_;
 
-  // Skipping zero work. Per task, bits of what is absent at every row:
-  // gather slot s (bit s < 62), all children (kNoChildren), a needed pull
-  // gradient (kPullGradUnused); and whether the pulled block was all zero.
-  static constexpr uint64_t kNoChildren = 1ull << 62, kPullGradUnused = 1ull << 63;
-  static bool absent_message(const ir::Node& n, uint64_t bits);
-  void compute_zero(const ir::Graph& g, uint64_t bits, bool pull_zero, const std::vector<uint8_t>& zero_f,
-                    std::vector<uint8_t>& zero) const;
-  void compute_dead(uint64_t bits, Lane& lane) const;
-  bool skip_ = true;
+  // Skipping zero work (zero_work.h).
   std::atomic<int64_t> skipped_ = 0;
-  std::vector<uint64_t> task_bits_;
+  std::vector<Absence> absence_;
   std::vector<uint8_t> task_pull_zero_;
-  std::vector<std::vector<ir::NodeId>> consumers_b_;  // ∂F node -> nodes reading it
-  std::vector<int32_t> minus_ones_;                  // copy_rows source indices for zero rows
+  std::vector<int32_t> minus_ones_;  // copy_rows source indices for zero rows
 
-  // Eager and lazy batching.
-  bool lazy_ = true, eager_ = true, fusion_ = true, phases_dirty_ = true;
-
-  // Streaming: work before/after the task loop runs on worker_ (its lane
-  // worker_lane_) while the loop runs on the caller's thread (lane main_).
-  bool streaming_ = false;
-  Lane main_, worker_lane_;
-  std::unique_ptr<WorkerStream> worker_;  // last: joins before the values above go
+  // Streaming: work before/after the task loop runs on the side queue (its
+  // lane side_lane_) while the loop runs on the caller's thread (lane main_).
+  Lane main_, side_lane_;
+  std::unique_ptr<SideQueue> side_;  // last: joins before the values above go
 };
 
 }  // namespace sylva::detail

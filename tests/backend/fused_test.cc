@@ -63,7 +63,7 @@ TEST(FusedKernel, AnOpThatCannotBeFusedIsAnError) {
   std::vector<double> a(4), o(4);
   const MatView in[] = {{a.data(), 2, 2, DType::f64}};
   const MatView out[] = {{o.data(), 2, 2, DType::f64}};
-  EXPECT_FALSE(fusible_op(OpKind::MatMul));
+  EXPECT_FALSE(ir::fusible(OpKind::MatMul));
   EXPECT_THROW(backend_for(Device::cpu()).run_fused(p, in, out, 2), Error);
 }
 

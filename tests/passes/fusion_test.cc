@@ -24,7 +24,7 @@ TEST(Fusion, GroupsLinkedOpsButNeverAcrossAPathThatLeavesTheGroup) {
   f.push(h);
   const ir::Graph& g = f.graph();
   std::vector<bool> fusible(g.size());
-  for (const ir::Node& n : g.nodes()) fusible[static_cast<size_t>(n.id)] = n.type.rowed && fusible_op(n.op);
+  for (const ir::Node& n : g.nodes()) fusible[static_cast<size_t>(n.id)] = n.type.rowed && ir::fusible(n.op);
   const std::vector<int32_t> group = passes::fusion_groups(g, fusible);
   const auto group_of = [&](Symbol s) { return group[static_cast<size_t>(s.id())]; };
   const int32_t first = group_of(a), second = group_of(h);

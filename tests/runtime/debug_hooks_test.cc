@@ -61,7 +61,8 @@ TEST(DebugHooks, ObserverSeesEveryOpOfEveryTask) {
   std::map<int64_t, int> tanh_per_task;
   int static_ops = 0;
   ex.set_observer([&](const OpEvent& e) {
-    if (e.task < 0) ++static_ops;
+    if (e.phase == EventPhase::program) ++static_ops;
+    EXPECT_EQ(e.task >= 0, e.phase == EventPhase::task_loop);  // a task index only inside the loop
     if (e.node.op == ir::OpKind::Tanh) ++tanh_per_task[e.task];
     EXPECT_GE(e.elapsed.count(), 0);
   });

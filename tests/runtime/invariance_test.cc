@@ -253,9 +253,12 @@ TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
   GraphBatch b = GraphBatch::of(graphs);
   Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = false}));
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> grads;  // param -> (task, rows) per event
+  std::map<std::string, std::vector<EventPhase>> phases;
   ex.set_observer([&](const OpEvent& e) {
-    if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.node.op == ir::OpKind::ParamGradOut)
+    if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.node.op == ir::OpKind::ParamGradOut) {
       grads[e.node.attrs.name].push_back({e.task, e.rows});
+      phases[e.node.attrs.name].push_back(e.phase);
+    }
   });
   ex.forward(b, Mode::train);
   m.ps.zero_grad();
@@ -264,10 +267,12 @@ TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
   ASSERT_GT(tasks, 3);
   for (const char* name : {"W", "U"}) {
     ASSERT_EQ(grads[name].size(), 1u) << name;
-    EXPECT_EQ(grads[name][0].first, tasks) << name << " runs after the task loop";
+    EXPECT_EQ(phases[name][0], EventPhase::after_loop) << name << " runs after the task loop";
+    EXPECT_EQ(grads[name][0].first, -1) << name << ": no task index outside the loop";
     EXPECT_EQ(grads[name][0].second, b.num_vertices()) << name << " covers every row";
   }
   EXPECT_EQ(static_cast<int64_t>(grads["b"].size()), tasks);  // the bias gradient stays per task
+  for (EventPhase p : phases["b"]) EXPECT_EQ(p, EventPhase::task_loop);
 }
 
 // Eager batching: x·W reads no child's message, so it runs once over all
@@ -282,15 +287,20 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
     Executor ex(m.p, m.ps,
                 test::on_test_device(
                     {.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager}));
-    std::vector<std::pair<int64_t, int64_t>> xw, dx;  // (task, rows) per event
+    std::vector<std::pair<int64_t, int64_t>> xw, dx;  // (task, rows) per event; task -1 before/after the loop
+    std::vector<EventPhase> xw_phase, dx_phase;
     ex.set_observer([&](const OpEvent& e) {
       if (e.node.op != ir::OpKind::MatMul) return;
       if (e.graph.kind() == ir::GraphKind::vertex_function) {
         const ir::Node& w = e.graph.node(e.node.inputs[1]);
-        if (w.op == ir::OpKind::Param && w.attrs.name == "W") xw.push_back({e.task, e.rows});
+        if (w.op == ir::OpKind::Param && w.attrs.name == "W") {
+          xw.push_back({e.task, e.rows});
+          xw_phase.push_back(e.phase);
+        }
       } else if (e.graph.kind() == ir::GraphKind::vertex_gradient &&
                  e.node.id == e.graph.node(e.graph.find(ir::OpKind::PullGradOut).at(0)).inputs[0]) {
         dx.push_back({e.task, e.rows});
+        dx_phase.push_back(e.phase);
       }
     });
     ex.forward(b, Mode::train);
@@ -299,9 +309,11 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
     const auto tasks = static_cast<int64_t>(ex.schedule().tasks.size());
     ASSERT_GT(tasks, 3);
     if (eager) {
-      const std::vector<std::pair<int64_t, int64_t>> once = {{tasks, b.num_vertices()}};
+      const std::vector<std::pair<int64_t, int64_t>> once = {{-1, b.num_vertices()}};
       EXPECT_EQ(xw, once) << "x·W: one product over every row, before the loop";
+      EXPECT_EQ(xw_phase, std::vector<EventPhase>{EventPhase::before_loop});
       EXPECT_EQ(dx, once) << "dG·Wᵀ: one product over every row, after the loop";
+      EXPECT_EQ(dx_phase, std::vector<EventPhase>{EventPhase::after_loop});
     } else {
       EXPECT_EQ(static_cast<int64_t>(xw.size()), tasks);
       EXPECT_EQ(static_cast<int64_t>(dx.size()), tasks);
@@ -319,11 +331,11 @@ TEST(EagerBatching, SkipsTasksThatPullOnlyZeros) {
   std::vector<std::pair<int64_t, int64_t>> xw;
   ex.set_observer([&](const OpEvent& e) {
     if (e.node.op == ir::OpKind::MatMul && e.graph.kind() == ir::GraphKind::vertex_function &&
-        e.graph.node(e.node.inputs[1]).attrs.name == "W")
+        e.graph.node(e.node.inputs[1]).attrs.name == "W" && e.phase == EventPhase::before_loop)
       xw.push_back({e.task, e.rows});
   });
   ex.forward(b, Mode::train);
-  const std::vector<std::pair<int64_t, int64_t>> leaves = {{4, 3 * 8}};  // 4 tasks; 8 leaves per tree
+  const std::vector<std::pair<int64_t, int64_t>> leaves = {{-1, 3 * 8}};  // before the loop; 8 leaves per tree
   EXPECT_EQ(xw, leaves);
 }
 

@@ -11,27 +11,11 @@
 #include "sylva/core/buffer.h"
 #include "sylva/core/device.h"
 #include "sylva/core/dtype.h"
+#include "sylva/core/mat_view.h"
+#include "sylva/ir/fused.h"
 #include "sylva/ir/graph.h"
 
 namespace sylva {
-
-/// A contiguous row-major matrix in a backend's memory.
-struct MatView {
-  void* data = nullptr;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  DType dtype = DType::f32;
-
-  int64_t numel() const { return rows * cols; }
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(data);
-  }
-  MatView block(int64_t row_offset, int64_t n_rows) const {
-    return {static_cast<char*>(data) + row_offset * cols * static_cast<int64_t>(dtype_size(dtype)), n_rows, cols,
-            dtype};
-  }
-};
 
 /// Per-call state kernels may read.
 struct ExecContext {
@@ -54,40 +38,9 @@ struct KernelArgs {
   bool accumulate = false;
 };
 
-/// A group of row-local ops run as one pass over the rows (fusion, see
-/// ExecutorOptions::fusion). Step k reads external inputs and earlier steps
-/// and computes one value of `cols` columns per row; steps with
-/// `output >= 0` are written to out[output], the others live only in
-/// per-row scratch. Ops: Add, Sub, Mul (a one-row operand broadcasts), Tanh,
-/// Sigmoid, Relu, Exp, Log, Scale, TanhGrad, SigmoidGrad, ReluGrad, LogGrad,
-/// Slice, Concat, Assemble -- with the semantics of their kernels.
-struct FusedStep {
-  ir::OpKind op = ir::OpKind::Add;
-  std::vector<int32_t> args;     // >= 0: an earlier step; < 0: external input -1 - arg
-  int64_t cols = 0;
-  int64_t begin = 0;             // Slice: first column
-  std::vector<int64_t> offsets;  // Assemble: the column of each arg
-  double alpha = 0.0;            // Scale
-  int32_t output = -1;
-};
-/// A step of `op` over `args` giving `cols` columns; `output` >= 0 writes it
-/// to out[output]; `begin` is a Slice's first column.
-inline FusedStep fused_step(ir::OpKind op, std::vector<int32_t> args, int64_t cols, int32_t output = -1,
-                            int64_t begin = 0) {
-  FusedStep s;
-  s.op = op;
-  s.args = std::move(args);
-  s.cols = cols;
-  s.begin = begin;
-  s.output = output;
-  return s;
-}
-struct FusedProgram {
-  std::vector<FusedStep> steps;
-  std::string name;  // the ops, e.g. "sigmoid+tanh+mul"
-};
-/// Whether fused programs may contain `op`.
-bool fusible_op(ir::OpKind op);
+using ir::FusedProgram;
+using ir::FusedStep;
+using ir::fused_step;
 
 /// Whether run() accepts KernelArgs::accumulate for `op`.
 constexpr bool accumulates_into_output(ir::OpKind op) { return op == ir::OpKind::MatMul; }

@@ -3,6 +3,7 @@
 
 #include "sylva/core/buffer.h"
 #include "sylva/core/dtype.h"
+#include "sylva/core/mat_view.h"
 #include "sylva/core/shape.h"
 
 namespace sylva {
@@ -44,6 +45,12 @@ class DynamicTensor {
   template <class T>
   T* window() { return static_cast<T*>(row(offset_)); }
   const Buffer& arena() const { return arena_; }
+  /// Rows [offset, offset + bs) as a matrix: a task's block.
+  MatView rows(int64_t offset, int64_t bs) { return {row(offset), bs, cols(), dtype_}; }
+  /// The same of a const tensor, for reading (kernels take non-const views).
+  MatView rows(int64_t offset, int64_t bs) const {
+    return {const_cast<void*>(row(offset)), bs, cols(), dtype_};
+  }
 
  private:
   Shape row_shape_;

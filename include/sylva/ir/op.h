@@ -92,6 +92,7 @@ enum class OpFlag : uint32_t {
   internal = 1u << 3,     // emitted by passes, not by user code
   random = 1u << 4,       // draws random numbers (DropoutMask)
   side_effect = 1u << 5,  // writes outside its own output (gradient outputs)
+  fusible = 1u << 6,      // row-local: may be a step of a fused group (FusedProgram, sylva/ir/fused.h)
 };
 constexpr OpFlag operator|(OpFlag a, OpFlag b) {
   return static_cast<OpFlag>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
@@ -99,6 +100,24 @@ constexpr OpFlag operator|(OpFlag a, OpFlag b) {
 constexpr bool has(OpFlag set, OpFlag f) {
   return (static_cast<uint32_t>(set) & static_cast<uint32_t>(f)) != 0;
 }
+
+/// How an op's output is zero at every row when some of its inputs are
+/// (skipping zero work): never known, when any input is (a product), when
+/// all are (a sum, a concat), or when input 0 / input 1 is (ops that map 0
+/// to 0; gradient ops whose incoming gradient is input 1).
+enum class Zeros : uint8_t { never, any, all, input0, input1 };
+
+/// What kind of work an op does, for profiles (sylva::Profiler).
+enum class OpCategory : uint8_t {
+  gemm,           ///< MatMul
+  elementwise,    ///< ops flagged elementwise (add, mul, activations, their gradients, dropout masks); fused groups
+  softmax_loss,   ///< softmax, log-softmax, cross-entropy and their gradients
+  data_movement,  ///< pull/gather/scatter/push and their gradients, concat/slice/assemble/broadcast, lookup
+  reduction,      ///< sum, sum_rows, mean
+  param_grad,     ///< ParamGradOut: accumulation into parameter gradients, or the GEMM folded into it
+  other,          ///< sources (parameters, ids, forward values, seeds)
+  count_
+};
 
 struct Node;
 
@@ -128,6 +147,8 @@ struct OpDef {
   int max_inputs = 0;  // -1: variadic
   InferFn infer = nullptr;
   GradFn grad = nullptr;  // nullptr: not differentiable (gradient is an error if needed)
+  Zeros zeros = Zeros::never;
+  OpCategory category = OpCategory::other;
 };
 
 /// The registry: the definition of every OpKind.
@@ -135,5 +156,10 @@ const OpDef& op_def(OpKind op);
 std::string_view op_name(OpKind op);
 /// All op kinds (for tests that iterate over the registry).
 std::vector<OpKind> all_ops();
+/// Whether fused programs may contain `op` (OpFlag::fusible).
+inline bool fusible(OpKind op) { return has(op_def(op).flags, OpFlag::fusible); }
+/// Whether node `n`'s output is zero at every row, given which of its
+/// inputs are (`zero`, indexed by node id), by its op's Zeros rule.
+bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero);
 
 }  // namespace sylva::ir

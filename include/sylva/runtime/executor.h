@@ -10,6 +10,8 @@
 #include "sylva/backend/backend.h"
 #include "sylva/core/tensor.h"
 #include "sylva/frontend/program.h"
+#include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/observer.h"
 #include "sylva/runtime/param_store.h"
 #include "sylva/runtime/schedule.h"
 #include "sylva/sched/ios.h"
@@ -77,21 +79,10 @@ struct ExecutorOptions {
   ios::Options ios_options{.variant = ios::Variant::both, .r = 3, .s = 8};
 };
 
-/// What an observer is told after each op runs (for profiling).
-struct OpEvent {
-  const ir::Node& node;
-  const ir::Graph& graph;
-  int64_t task = -1;  // task index inside an apply, -1 for static ops
-  int64_t rows = 0;
-  std::chrono::nanoseconds elapsed{0};
-  /// When the event ran a fused group: its nodes (`node` is the last).
-  std::span<const ir::NodeId> fused{};
-};
-using Observer = std::function<void(const OpEvent&)>;
-
-/// Compiles a Program once (∂F and the program's gradient are derived on
-/// first use) and runs it over minibatches. The program and the parameter
-/// set must outlive the executor (it keeps references), and so must the
+/// Compiles a Program once (each vertex function's plan, F and ∂F, when its
+/// apply is first seen; the program's gradient at the first backward) and
+/// runs it over minibatches. The program and the parameter set must
+/// outlive the executor (it keeps references), and so must the
 /// batch passed to forward() until backward() has run. Buffers and dynamic-tensor
 /// arenas are kept across minibatches and only grow.
 ///
@@ -136,6 +127,9 @@ class Executor {
   const ir::Graph& vertex_function(Symbol apply) const;
   /// ∂F of the vertex function applied by node `apply` of the program (for inspection).
   const ir::Graph& vertex_gradient(Symbol apply) const;
+  /// The whole plan of that apply's vertex function (F, ∂F, phases, fused
+  /// groups; print it with to_text()). Observers see these graphs' nodes.
+  const plan::VertexPlan& vertex_plan(Symbol apply) const;
   /// Tells an executor on a device that since the last forward() the host
   /// changed, of the parameters named in `only`, just the listed rows (the
   /// others anywhere): the next forward() uploads only those rows of them.

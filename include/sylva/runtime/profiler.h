@@ -12,17 +12,8 @@
 
 namespace sylva {
 
-/// What kind of work an op does, for profiles.
-enum class OpCategory : uint8_t {
-  gemm,           ///< MatMul
-  elementwise,    ///< ops flagged elementwise (add, mul, activations, their gradients, dropout masks); fused groups
-  softmax_loss,   ///< softmax, log-softmax, cross-entropy and their gradients
-  data_movement,  ///< pull/gather/scatter/push and their gradients, concat/slice/assemble/broadcast, lookup
-  reduction,      ///< sum, sum_rows, mean
-  param_grad,     ///< ParamGradOut: accumulation into parameter gradients, or the GEMM folded into it
-  other,          ///< sources (parameters, ids, forward values, seeds)
-  count_
-};
+/// What kind of work an op does (each op's OpDef::category).
+using ir::OpCategory;
 
 /// The category of `op`. Apply and ApplyGrad are containers (their time is
 /// their body's ops plus the task loop) and have no category: sylva::Error.

@@ -9,18 +9,6 @@
 
 namespace sylva {
 
-bool fusible_op(ir::OpKind op) {
-  using ir::OpKind;
-  switch (op) {
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Tanh: case OpKind::Sigmoid:
-    case OpKind::Relu: case OpKind::Exp: case OpKind::Log: case OpKind::Scale: case OpKind::TanhGrad:
-    case OpKind::SigmoidGrad: case OpKind::ReluGrad: case OpKind::LogGrad: case OpKind::Slice:
-    case OpKind::Concat: case OpKind::Assemble:
-      return true;
-    default: return false;
-  }
-}
-
 namespace cpu {
 namespace {
 

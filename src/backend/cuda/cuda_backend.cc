@@ -134,7 +134,7 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::cuda(index_); }
   std::string name() const override { return "cuda"; }
-  bool supports(OpKind op) const override { return op == OpKind::MatMul || fusible_op(op) || own_kernel(op); }
+  bool supports(OpKind op) const override { return op == OpKind::MatMul || ir::fusible(op) || own_kernel(op); }
 
   void run(const KernelArgs& a) override {
     SYLVA_CHECK(supports(a.node.op), "[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");

@@ -70,7 +70,7 @@ FusedKernel fused_kernel_source(const FusedProgram& p, DType dtype, std::span<co
   for (size_t s = 0; s < p.steps.size(); ++s) {
     const FusedStep& st = p.steps[s];
     const std::string at = what + " step " + std::to_string(s) + " (" + std::string(ir::op_name(st.op)) + ")";
-    SYLVA_CHECK(fusible_op(st.op), at, ": op is not fusible");
+    SYLVA_CHECK(ir::fusible(st.op), at, ": op is not fusible");
     SYLVA_CHECK(st.cols >= 1, at, ": ", st.cols, " columns");
     width[s] = st.cols;
     std::vector<std::string> args;

@@ -1,0 +1,41 @@
+// The plan of a program's static graph and of its gradient, as values:
+// the order its nodes run in (IOS's, or as written) and, for the gradient,
+// which nodes fold into their parameter's gradient.
+//
+// @code
+// plan::ProgramPlan fwd = plan::plan_program(program.graph(), options);
+// plan::ProgramGradPlan bwd = plan::plan_program_gradient(program.graph(), loss.id(), options);
+// for (ir::NodeId id : bwd.order) if (!bwd.folded[id]) { /* run node id of *bwd.graph */ }
+// @endcode
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sylva/plan/vertex_plan.h"
+
+namespace sylva::plan {
+
+/// The static graph: the order its nodes run in -- the IOS plan's with
+/// options.ios (reordered, never merged: the nodes are the user's
+/// Symbols), else as written.
+struct ProgramPlan {
+  std::vector<ir::NodeId> order;
+};
+ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options);
+
+/// A program gradient plus the nodes folded into their ParamGradOut:
+/// lookup gradients become sparse row updates of their table (never a
+/// dense [n, d]); parameter-gradient matmuls accumulate into the gradient.
+struct ProgramGradPlan {
+  std::shared_ptr<const ir::Graph> graph;
+  std::vector<ir::NodeId> order;
+  std::vector<uint8_t> folded;
+  /// Parameters whose whole gradient is one lookup's: updated row by row.
+  std::set<std::string> sparse_params;
+};
+ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss, const PlanOptions& options);
+
+}  // namespace sylva::plan

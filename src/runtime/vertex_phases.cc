@@ -1,0 +1,181 @@
+// The phases around a VertexRunner's task loop: the work eager and lazy
+// batching moved out of it, run over runs of tasks, and streamed on the
+// side queue while the loop runs.
+#include "vertex_runner.h"
+
+namespace sylva::detail {
+
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+using plan::Home;
+using plan::Phase;
+
+// Per node of `nodes` and task of [first, end): run, zero or unneeded.
+void VertexRunner::phase_states(Values& v, const std::vector<NodeId>& nodes, size_t first, size_t end, Lane& lane) {
+  const size_t T = end - first;
+  lane.state.assign(nodes.size() * T, TaskState::run);
+  for (size_t ti = first; ti < end && options_.skip_zero_work; ++ti) {
+    task_flags(ti, v.backward, lane);
+    const std::vector<uint8_t>& zero = v.backward ? lane.zero_b : lane.zero_f;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const auto id = static_cast<size_t>(nodes[k]);
+      lane.state[k * T + (ti - first)] = v.backward && lane.unneeded[id] ? TaskState::unneeded
+                                         : zero[id]                     ? TaskState::zero
+                                                                        : TaskState::run;
+    }
+  }
+}
+
+void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const Observer* obs, size_t first,
+                             size_t end, Lane& lane) {
+  const std::vector<NodeId>& nodes = ph == Phase::pre ? v.plan->pre : v.plan->post;
+  if (nodes.empty() || first >= end) return;
+  const auto& tasks = schedule_->tasks;
+  const size_t T = end - first;
+  const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
+  // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
+  for (NodeId id : nodes) {
+    const Node& n = v.plan->graph->node(id);
+    if (n.op != OpKind::Pull) continue;
+    exec_node(v, n, all, -1, ctx, obs, lane);
+    for (size_t ti = first; ti < end && options_.skip_zero_work; ++ti)
+      task_pull_zero_[ti] = pulled_zero(view(v, id, tasks[ti]), ti);
+  }
+  phase_states(v, nodes, first, end, lane);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const Node& n = v.plan->graph->node(nodes[k]);
+    if (n.op == OpKind::Pull) continue;
+    const Home home = v.plan->home[n.id];
+    if (home == Home::fixed) {  // a value of parameters only: once, before the first task needs it
+      if (first == 0) exec_node(v, n, all, -1, ctx, obs, lane);
+      continue;
+    }
+    const TaskState* state = lane.state.data() + k * T;
+    for (size_t i = 0; i < T;) {
+      const TaskState st = state[i];
+      Task span{tasks[first + i].offset, 0};
+      int64_t count = 0;
+      for (; i < T && state[i] == st; ++i, ++count) span.bs += tasks[first + i].bs;
+      if (st == TaskState::run || (st == TaskState::zero && home != Home::arena)) {
+        exec_node(v, n, span, -1, ctx, obs, lane);
+      } else if (st == TaskState::zero) {
+        backend_.fill_zero(view(v, n.id, span));
+        skipped_ += count;
+      } else {
+        skip_unneeded(n, span);
+        skipped_ += count - 1;
+      }
+    }
+  }
+}
+
+// Chunks of tasks holding at least a quarter of the rows (and 256 rows), in
+// task order; for the backward loop, in the reverse order it runs them.
+std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
+  const auto& tasks = schedule_->tasks;
+  const int64_t target = std::max<int64_t>(256, schedule_->num_rows() / 4);
+  std::vector<size_t> b{reverse ? tasks.size() : 0};
+  int64_t rows = 0;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    const size_t ti = reverse ? tasks.size() - 1 - k : k;
+    rows += tasks[ti].bs;
+    if (rows >= target || k + 1 == tasks.size()) {
+      b.push_back(reverse ? ti : ti + 1);
+      rows = 0;
+    }
+  }
+  return b;
+}
+
+SideQueue& VertexRunner::side() {
+  if (!side_) side_ = make_side_queue(backend_);
+  side_lane_.buffer_events = side_->other_thread();
+  return *side_;
+}
+
+void VertexRunner::report_side_events(const Observer* obs) {
+  if (obs && *obs)
+    for (const OpEvent& e : side_lane_.events) (*obs)(e);
+  side_lane_.events.clear();
+}
+
+void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
+  pull_ = pull;
+  const auto& tasks = schedule_->tasks;
+  const size_t T = tasks.size();
+  const bool skip = options_.skip_zero_work;
+  // Streaming: the work before the loop runs on the side queue, chunk by
+  // chunk, and each task waits only for its own chunk.
+  const bool stream = options_.streaming && !fwd_.plan->pre.empty() && T > 1;
+  std::vector<size_t> bounds;
+  std::vector<uint64_t> events;
+  if (stream) {
+    SideQueue& q = side();
+    bounds = chunk_bounds(false);
+    for (size_t c = 0; c + 1 < bounds.size(); ++c)
+      events.push_back(q.enqueue([this, ctx, obs, a = bounds[c], b = bounds[c + 1]] {
+        run_phase(fwd_, Phase::pre, ctx, obs, a, b, side_lane_);
+      }));
+  } else {
+    run_phase(fwd_, Phase::pre, ctx, obs, 0, T, main_);
+  }
+  try {
+    size_t chunk = 0;
+    for (size_t ti = 0; ti < T; ++ti) {
+      if (stream && ti == bounds[chunk]) side_->wait(events[chunk++]);
+      if (skip && !fwd_.plan->pre.empty()) task_flags(ti, false, main_);  // zero flags of the nodes that ran before
+      for (int32_t u : fwd_.plan->order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+    }
+  } catch (...) {
+    if (stream) side_->drain();
+    throw;
+  }
+  if (stream) report_side_events(obs);
+  run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
+  // push: permute the pushed rows from task order back to vertex order.
+  const ir::Graph& g = *fwd_.plan->graph;
+  const NodeId src = g.node(g.find(OpKind::Push)[0]).inputs[0];
+  backend_.copy_rows(std::as_const(fwd_.arena[src]).rows(0, schedule_->num_rows()), {}, pushed,
+                     schedule_->vertex_of_row);
+}
+
+void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
+  if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
+  d_pushed_ = d_pushed;
+  d_pull_ = d_pull;
+  const ExecContext ctx;
+  const auto& tasks = schedule_->tasks;
+  const size_t T = tasks.size();
+  run_phase(bwd_, Phase::pre, ctx, obs, 0, T, main_);
+  // Streaming: once the loop has finished a chunk of tasks (their rows are
+  // final: parents run first), the work after the loop for those tasks
+  // runs on the side queue while the loop goes on.
+  const bool stream = options_.streaming && !bwd_.plan->post.empty() && T > 1;
+  std::vector<size_t> bounds;
+  if (stream) {
+    side();
+    bounds = chunk_bounds(true);
+  }
+  try {
+    size_t chunk = 1;
+    for (size_t ti = T; ti-- > 0;) {
+      if (options_.skip_zero_work) task_flags(ti, true, main_);
+      for (int32_t u : bwd_.plan->order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+      if (stream && ti == bounds[chunk]) {
+        side_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
+          run_phase(bwd_, Phase::post, ctx, obs, a, b, side_lane_);
+        });
+        ++chunk;
+      }
+    }
+    if (stream) side_->join();
+  } catch (...) {
+    if (stream) side_->drain();
+    throw;
+  }
+  if (stream) report_side_events(obs);
+  else run_phase(bwd_, Phase::post, ctx, obs, 0, T, main_);
+}
+
+}  // namespace sylva::detail

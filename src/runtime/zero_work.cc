@@ -1,0 +1,89 @@
+#include "zero_work.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sylva::detail {
+
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+
+bool Absence::message_absent(const Node& n) const {
+  if (n.op == OpKind::GatherReduce) return no_children;
+  return n.attrs.slot < 64 && (slots >> n.attrs.slot & 1u);
+}
+
+std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<std::vector<int32_t>>& child_rows,
+                                  const std::vector<int32_t>& reduce_offsets, std::span<const int32_t> pull_ids) {
+  std::vector<Absence> out(schedule.tasks.size());
+  for (size_t ti = 0; ti < schedule.tasks.size(); ++ti) {
+    const Task& t = schedule.tasks[ti];
+    Absence& a = out[ti];
+    for (size_t slot = 0; slot < std::min<size_t>(child_rows.size(), 64); ++slot) {
+      const int32_t* c = child_rows[slot].data() + t.offset;
+      if (std::all_of(c, c + t.bs, [](int32_t r) { return r < 0; })) a.slots |= 1ull << slot;
+    }
+    a.no_children = !reduce_offsets.empty() && reduce_offsets[t.offset] == reduce_offsets[t.offset + t.bs];
+    if (!pull_ids.empty()) {
+      const int32_t* v = schedule.vertex_of_row.data() + t.offset;
+      a.pull_grad_unused =
+          std::all_of(v, v + t.bs, [&](int32_t x) { return pull_ids[static_cast<size_t>(x)] < 0; });
+    }
+  }
+  return out;
+}
+
+void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
+                std::vector<uint8_t>& zero) {
+  zero.assign(p.graph->size(), 0);
+  for (const Node& n : p.graph->nodes()) {
+    bool z = false;
+    switch (n.op) {
+      case OpKind::Gather: case OpKind::GatherReduce: z = a.message_absent(n); break;
+      case OpKind::Pull: z = pull_zero; break;
+      case OpKind::ForwardValue: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
+      default: z = ir::zero_from_inputs(n, zero);
+    }
+    zero[static_cast<size_t>(n.id)] = z;
+  }
+}
+
+void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span<const uint8_t> zero_b,
+                    std::vector<uint8_t>& unneeded) {
+  const ir::Graph& dg = *backward.graph;
+  unneeded.assign(dg.size(), 0);
+  for (size_t i = dg.size(); i-- > 0;) {
+    const Node& n = dg.node(static_cast<NodeId>(i));
+    const bool zero_in = !n.inputs.empty() && zero_b[static_cast<size_t>(n.inputs[0])] != 0;
+    bool d = false;
+    switch (n.op) {
+      case OpKind::GatherGradOut: d = (n.attrs.slot < 64 && (a.slots >> n.attrs.slot & 1u)) || zero_in; break;
+      case OpKind::GatherReduceGradOut: d = a.no_children || zero_in; break;
+      case OpKind::PullGradOut: d = a.pull_grad_unused; break;
+      case OpKind::ParamGradOut: d = zero_in; break;
+      default: {
+        const auto& cs = backward.consumers[i];
+        d = !cs.empty() &&
+            std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return unneeded[static_cast<size_t>(c)] != 0; });
+      }
+    }
+    unneeded[i] = d;
+  }
+}
+
+bool all_zero_bytes(const MatView& v) {
+  const size_t n = static_cast<size_t>(v.numel()) * dtype_size(v.dtype);
+  const auto* p = static_cast<const unsigned char*>(v.data);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w) return false;
+  }
+  for (; i < n; ++i)
+    if (p[i]) return false;
+  return true;
+}
+
+}  // namespace sylva::detail

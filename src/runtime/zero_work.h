@@ -1,0 +1,49 @@
+// Internal: skipping zero work (ExecutorOptions::skip_zero_work). Per task
+// of a schedule: what is absent at every row, which nodes of F and ∂F are
+// then zero, and which nodes of ∂F nobody needs.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sylva/backend/backend.h"
+#include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/graph_batch.h"
+#include "sylva/runtime/schedule.h"
+
+namespace sylva::detail {
+
+/// What a task lacks at every one of its rows.
+struct Absence {
+  uint64_t slots = 0;             ///< bit s: gather slot s has no child (slots 0..63)
+  bool no_children = false;       ///< gather_reduce: no row has a child
+  bool pull_grad_unused = false;  ///< every row looked up id -1: its pull gradient is unused
+  /// Whether gather (reduce) node `n` reads only absent messages.
+  bool message_absent(const ir::Node& n) const;
+};
+
+/// How a node is handled for a task: run, filled with zeros (its inputs
+/// make it zero), or left out (nobody needs its result).
+enum class TaskState : uint8_t { run, zero, unneeded };
+
+/// Per task of `schedule`: what is absent. `child_rows[s][r]`: row r's
+/// child in gather slot s (-1: none); `reduce_offsets` (empty without
+/// gather_reduce): row r's children span; `pull_ids` (vertex order, may be
+/// empty): the pulled lookup's ids.
+std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<std::vector<int32_t>>& child_rows,
+                                  const std::vector<int32_t>& reduce_offsets, std::span<const int32_t> pull_ids);
+
+/// zero[n] for every node of `p` (F or ∂F) given the task's absence,
+/// whether its pulled block was all zero and (for ∂F) F's zero flags.
+void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
+                std::vector<uint8_t>& zero);
+/// ∂F nodes of a task whose result nobody needs: gradients for absent
+/// children or unused pull rows, zero parameter gradients, and everything
+/// that only feeds those.
+void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span<const uint8_t> zero_b,
+                    std::vector<uint8_t>& unneeded);
+/// Whether every byte of `v` (host memory) is zero.
+bool all_zero_bytes(const MatView& v);
+
+}  // namespace sylva::detail

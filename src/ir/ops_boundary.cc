@@ -70,13 +70,13 @@ void define_boundary_ops(Table& t) {
   constexpr OpFlag out = OpFlag::boundary | OpFlag::side_effect | OpFlag::internal;
   entry(t, OpKind::Param) = {"param", src, 0, 0, infer_param, grad_param};
   entry(t, OpKind::InputIds) = {"input_ids", src, 0, 0, infer_input_ids, nullptr};
-  entry(t, OpKind::Pull) = {"pull", src | bnd, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
-  entry(t, OpKind::Gather) = {"gather", src | bnd, 0, 0, infer_gather, nullptr, Zeros::never, OpCategory::data_movement};
-  entry(t, OpKind::GatherReduce) = {"gather_reduce", src | bnd, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::Pull) = {"pull", src | bnd, 0, 0, infer_declared, nullptr, Zeros::pulled_rows, OpCategory::data_movement};
+  entry(t, OpKind::Gather) = {"gather", src | bnd, 0, 0, infer_gather, nullptr, Zeros::absent_message, OpCategory::data_movement};
+  entry(t, OpKind::GatherReduce) = {"gather_reduce", src | bnd, 0, 0, infer_declared, nullptr, Zeros::absent_message, OpCategory::data_movement};
   entry(t, OpKind::Scatter) = {"scatter", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::Push) = {"push", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement};
-  entry(t, OpKind::Apply) = {"apply", bnd, 0, 1, infer_apply, nullptr, Zeros::never, OpCategory::data_movement};
-  entry(t, OpKind::ForwardValue) = {"forward_value", src | OpFlag::internal, 0, 0, infer_declared, nullptr};
+  entry(t, OpKind::Apply) = {"apply", bnd | OpFlag::container, 0, 1, infer_apply, nullptr, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::ForwardValue) = {"forward_value", src | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::forward_value};
   entry(t, OpKind::Seed) = {"seed", src | OpFlag::internal, 0, 0, infer_declared, nullptr};
   entry(t, OpKind::PushGradIn) = {"push_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::ScatterGradIn) = {"scatter_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
@@ -84,7 +84,7 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::GatherReduceGradOut) = {"gather_reduce_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::PullGradOut) = {"pull_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::ParamGradOut) = {"param_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::param_grad};
-  entry(t, OpKind::ApplyGrad) = {"apply_grad", bnd | OpFlag::internal | OpFlag::side_effect, 1, 1, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::ApplyGrad) = {"apply_grad", bnd | OpFlag::internal | OpFlag::side_effect | OpFlag::container, 1, 1, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
 }
 
 }  // namespace sylva::ir::detail

@@ -159,7 +159,7 @@ void define_math_ops(Table& t) {
   entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale, Zeros::input0, kEw};
   entry(t, OpKind::Softmax) = {"softmax", OpFlag::none, 1, 1, infer_unary, grad_softmax, Zeros::never, kSm};
   entry(t, OpKind::LogSoftmax) = {"log_softmax", OpFlag::none, 1, 1, infer_unary, grad_log_softmax, Zeros::never, kSm};
-  entry(t, OpKind::SoftmaxCrossEntropy) = {"softmax_cross_entropy", OpFlag::none, 2, 2, infer_xent, grad_xent, Zeros::never, kSm};
+  entry(t, OpKind::SoftmaxCrossEntropy) = {"softmax_cross_entropy", OpFlag::none, 2, 2, infer_xent, grad_xent, Zeros::never, kSm, Ids::cols_of_input0};
   entry(t, OpKind::DropoutMask) = {"dropout_mask", OpFlag::random, 1, 1, infer_dropout_mask, nullptr, Zeros::never, kEw};
   entry(t, OpKind::TanhGrad) = {"tanh_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
   entry(t, OpKind::SigmoidGrad) = {"sigmoid_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};

@@ -139,7 +139,7 @@ void define_structure_ops(Table& t) {
   entry(t, OpKind::Mean) = {"mean", OpFlag::none, 1, 1, infer_sum, grad_mean, Zeros::never, OpCategory::reduction};
   entry(t, OpKind::SumRows) = {"sum_rows", OpFlag::none, 1, 1, infer_sum_rows, grad_sum_rows, Zeros::input0, OpCategory::reduction};
   entry(t, OpKind::Broadcast) = {"broadcast", OpFlag::internal, 2, 2, infer_broadcast, nullptr, Zeros::input0, OpCategory::data_movement};
-  entry(t, OpKind::Lookup) = {"lookup", OpFlag::none, 2, 2, infer_lookup, grad_lookup, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::Lookup) = {"lookup", OpFlag::none, 2, 2, infer_lookup, grad_lookup, Zeros::never, OpCategory::data_movement, Ids::rows_of_input0};
   entry(t, OpKind::LookupGrad) = {"lookup_grad", OpFlag::internal, 2, 2, infer_lookup_grad, nullptr, Zeros::never, OpCategory::data_movement};
 }
 

@@ -266,6 +266,12 @@ std::shared_ptr<const VertexPlan> build_vertex_plan(std::shared_ptr<const ir::Gr
   for (size_t i = 0; i < folded.size(); ++i) plan->backward.folded[i] = folded[i];
   if (auto scatters = f->find(OpKind::Scatter); !scatters.empty())
     plan->scatter_source = f->node(scatters[0]).inputs[0];
+  const std::vector<NodeId> pushes = f->find(OpKind::Push);
+  SYLVA_CHECK(!pushes.empty(), "[vertex_function] '", f->name(), "' pushes no output row (call push())");
+  plan->push_source = f->node(pushes[0]).inputs[0];
+  if (auto pulls = f->find(OpKind::Pull); !pulls.empty()) plan->pull = pulls[0];
+  for (NodeId id : f->find(OpKind::Gather)) plan->gather_slots = std::max(plan->gather_slots, f->node(id).attrs.slot + 1);
+  plan->gathers_all = !f->find(OpKind::GatherReduce).empty();
   plan_phases(plan->forward, options, false);
   plan_fusion(plan->forward, options, df.get());
   plan_phases(plan->backward, options, true);

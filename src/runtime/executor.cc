@@ -91,7 +91,7 @@ struct Executor::Impl {
   std::span<const int32_t> lookup_ids_of_pull(const Node& n) const {
     if (n.inputs.empty()) return {};
     const Node& pull = program.graph().node(n.inputs[0]);
-    if (pull.op != OpKind::Lookup) return {};
+    if (ir::op_def(pull.op).ids != ir::Ids::rows_of_input0) return {};  // not a lookup of rows
     return host_ids(pull.inputs[1]);
   }
 
@@ -156,10 +156,11 @@ struct Executor::Impl {
   // Ids that come straight from the batch are checked here, where the
   // offending sample and vertex can be named (kernels only know the row).
   void check_ids(const Node& n, const std::vector<MatView>& ins) const {
-    if (n.op != OpKind::Lookup && n.op != OpKind::SoftmaxCrossEntropy) return;
+    const ir::Ids bound = ir::op_def(n.op).ids;
+    if (bound == ir::Ids::none) return;
     const Node& ids = program.graph().node(n.inputs[1]);
     if (ids.op != OpKind::InputIds) return;
-    const int64_t limit = n.op == OpKind::Lookup ? ins[0].rows : ins[0].cols;
+    const int64_t limit = bound == ir::Ids::rows_of_input0 ? ins[0].rows : ins[0].cols;
     const int32_t* id = host_ids(ids.id).data();
     for (int64_t v = 0; v < ins[1].rows; ++v)
       SYLVA_CHECK(id[v] >= -1 && id[v] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(static_cast<int32_t>(v)),

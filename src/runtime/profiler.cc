@@ -12,7 +12,7 @@ namespace sylva {
 using ir::OpKind;
 
 OpCategory op_category(OpKind op) {
-  SYLVA_CHECK(op != OpKind::Apply && op != OpKind::ApplyGrad, "[profiler] ", ir::op_name(op),
+  SYLVA_CHECK(!ir::has(ir::op_def(op).flags, ir::OpFlag::container), "[profiler] ", ir::op_name(op),
               " is a container and has no category");
   return ir::op_def(op).category;
 }
@@ -37,7 +37,7 @@ Observer Profiler::observer() {
 
 void Profiler::record(const OpEvent& e) {
   const double s = std::chrono::duration<double>(e.elapsed).count();
-  if (e.node.op == OpKind::Apply || e.node.op == OpKind::ApplyGrad) {
+  if (ir::has(ir::op_def(e.node.op).flags, ir::OpFlag::container)) {
     apply_seconds_ += s;
     return;
   }

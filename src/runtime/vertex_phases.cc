@@ -1,13 +1,14 @@
 // The phases around a VertexRunner's task loop: the work eager and lazy
 // batching moved out of it, run over runs of tasks, and streamed on the
 // side queue while the loop runs.
+#include <utility>
+
 #include "vertex_runner.h"
 
 namespace sylva::detail {
 
 using ir::Node;
 using ir::NodeId;
-using ir::OpKind;
 using plan::Home;
 using plan::Phase;
 
@@ -35,17 +36,17 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
   const size_t T = end - first;
   const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
   // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
+  const NodeId pull = v.backward ? ir::kNoNode : plan_->pull;
   for (NodeId id : nodes) {
-    const Node& n = v.plan->graph->node(id);
-    if (n.op != OpKind::Pull) continue;
-    exec_node(v, n, all, -1, ctx, obs, lane);
+    if (id != pull) continue;
+    exec_node(v, v.plan->graph->node(id), all, -1, ctx, obs, lane);
     for (size_t ti = first; ti < end && options_.skip_zero_work; ++ti)
       task_pull_zero_[ti] = pulled_zero(view(v, id, tasks[ti]), ti);
   }
   phase_states(v, nodes, first, end, lane);
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node& n = v.plan->graph->node(nodes[k]);
-    if (n.op == OpKind::Pull) continue;
+    if (n.id == pull) continue;
     const Home home = v.plan->home[n.id];
     if (home == Home::fixed) {  // a value of parameters only: once, before the first task needs it
       if (first == 0) exec_node(v, n, all, -1, ctx, obs, lane);
@@ -134,9 +135,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   if (stream) report_side_events(obs);
   run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
   // push: permute the pushed rows from task order back to vertex order.
-  const ir::Graph& g = *fwd_.plan->graph;
-  const NodeId src = g.node(g.find(OpKind::Push)[0]).inputs[0];
-  backend_.copy_rows(std::as_const(fwd_.arena[src]).rows(0, schedule_->num_rows()), {}, pushed,
+  backend_.copy_rows(std::as_const(fwd_.arena[plan_->push_source]).rows(0, schedule_->num_rows()), {}, pushed,
                      schedule_->vertex_of_row);
 }
 

@@ -48,7 +48,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
     : plan_(std::move(plan)), backend_(backend), params_(params), options_(options) {
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) {
-      if (n.op == OpKind::Param) params_.value(n.attrs.name);  // throws early if missing
+      if (p->home[static_cast<size_t>(n.id)] == Home::param) params_.value(n.attrs.name);  // throws early if missing
       if (needs_kernel(n.op) && !p->folded[static_cast<size_t>(n.id)])
         SYLVA_CHECK(backend_.supports(n.op), "[", backend_.name(), "] no kernel for op '", ir::op_name(n.op),
                     "' used by vertex function '", p->graph->name(), "'");
@@ -94,9 +94,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   }
   // Gather tables in row order: one contiguous span per task.
   // F may use gather(i) and gather_reduce() together: tables for both.
-  int64_t slots = 0;
-  for (NodeId id : g.find(OpKind::Gather)) slots = std::max(slots, g.node(id).attrs.slot + 1);
-  child_rows_.assign(static_cast<size_t>(slots), {});
+  child_rows_.assign(static_cast<size_t>(plan_->gather_slots), {});
   for (int64_t slot = 0; slot < static_cast<int64_t>(child_rows_.size()); ++slot) {
     auto& t = child_rows_[slot];
     t.resize(static_cast<size_t>(rows));
@@ -106,7 +104,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
     }
   }
   reduce_offsets_.clear();
-  if (!g.find(OpKind::GatherReduce).empty()) {
+  if (plan_->gathers_all) {
     reduce_offsets_.assign(static_cast<size_t>(rows) + 1, 0);
     reduce_src_.clear();
     reduce_dst_.clear();
@@ -239,8 +237,9 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     skip_unneeded(n, t);
     return;
   }
-  if (skip && !v.backward && n.op != OpKind::Pull) {  // the pull's flag is set once its rows are read
-    const bool gathers = n.op == OpKind::Gather || n.op == OpKind::GatherReduce;
+  const bool pull = !v.backward && n.id == plan_->pull;
+  if (skip && !v.backward && !pull) {  // the pull's flag is set once its rows are read
+    const bool gathers = ir::op_def(n.op).zeros == ir::Zeros::absent_message;
     main_.zero_f[i] = gathers ? absence_[static_cast<size_t>(task_index)].message_absent(n)
                               : ir::zero_from_inputs(n, main_.zero_f);
   }
@@ -251,7 +250,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     return;
   }
   exec_node(v, n, t, task_index, ctx, obs, main_);
-  if (skip && n.op == OpKind::Pull) {
+  if (skip && pull) {
     const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));
     main_.zero_f[i] = z;
     task_pull_zero_[static_cast<size_t>(task_index)] = z;
@@ -266,8 +265,8 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
     if (n.op == OpKind::ParamGradOut && v.plan->folded[static_cast<size_t>(n.inputs[0])])
       folded = &v.plan->graph->node(n.inputs[0]);
     exec_grad_out(v, n, t, ctx, lane);
-  } else if (n.op == OpKind::Scatter || n.op == OpKind::Push) {
-    return;  // markers: their input's arena is the value
+  } else if (v.plan->home[n.id] == Home::none) {
+    return;  // scatter and push are markers: their input's arena is the value
   } else if (ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) {
     run_boundary(n, t, view(v, n.id, t));
   } else {

@@ -39,10 +39,10 @@ void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std:
   zero.assign(p.graph->size(), 0);
   for (const Node& n : p.graph->nodes()) {
     bool z = false;
-    switch (n.op) {
-      case OpKind::Gather: case OpKind::GatherReduce: z = a.message_absent(n); break;
-      case OpKind::Pull: z = pull_zero; break;
-      case OpKind::ForwardValue: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
+    switch (ir::op_def(n.op).zeros) {
+      case ir::Zeros::absent_message: z = a.message_absent(n); break;
+      case ir::Zeros::pulled_rows: z = pull_zero; break;
+      case ir::Zeros::forward_value: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
       default: z = ir::zero_from_inputs(n, zero);
     }
     zero[static_cast<size_t>(n.id)] = z;

@@ -93,6 +93,7 @@ enum class OpFlag : uint32_t {
   random = 1u << 4,       // draws random numbers (DropoutMask)
   side_effect = 1u << 5,  // writes outside its own output (gradient outputs)
   fusible = 1u << 6,      // row-local: may be a step of a fused group (FusedProgram, sylva/ir/fused.h)
+  container = 1u << 7,    // runs a vertex function (or its gradient) over the batch: Apply, ApplyGrad
 };
 constexpr OpFlag operator|(OpFlag a, OpFlag b) {
   return static_cast<OpFlag>(static_cast<uint32_t>(a) | static_cast<uint32_t>(b));
@@ -104,8 +105,11 @@ constexpr bool has(OpFlag set, OpFlag f) {
 /// How an op's output is zero at every row when some of its inputs are
 /// (skipping zero work): never known, when any input is (a product), when
 /// all are (a sum, a concat), or when input 0 / input 1 is (ops that map 0
-/// to 0; gradient ops whose incoming gradient is input 1).
-enum class Zeros : uint8_t { never, any, all, input0, input1 };
+/// to 0; gradient ops whose incoming gradient is input 1). Boundary
+/// sources: when the children's messages it reads are absent (gather),
+/// when the pulled rows are all zero (pull), when the forward value is
+/// zero (forward_value).
+enum class Zeros : uint8_t { never, any, all, input0, input1, absent_message, pulled_rows, forward_value };
 
 /// What kind of work an op does, for profiles (sylva::Profiler).
 enum class OpCategory : uint8_t {
@@ -118,6 +122,10 @@ enum class OpCategory : uint8_t {
   other,          ///< sources (parameters, ids, forward values, seeds)
   count_
 };
+
+/// Which input of an op holds int32 ids (always input 1) and what bounds
+/// them: input 0's rows (a lookup's table) or its columns (a loss's classes).
+enum class Ids : uint8_t { none, rows_of_input0, cols_of_input0 };
 
 struct Node;
 
@@ -149,6 +157,7 @@ struct OpDef {
   GradFn grad = nullptr;  // nullptr: not differentiable (gradient is an error if needed)
   Zeros zeros = Zeros::never;
   OpCategory category = OpCategory::other;
+  Ids ids = Ids::none;
 };
 
 /// The registry: the definition of every OpKind.

@@ -82,6 +82,13 @@ struct VertexPlan {
   GraphPlan forward, backward;
   /// The node whose value F scatters to its parent (kNoNode if none).
   ir::NodeId scatter_source = ir::kNoNode;
+  /// The node whose value F pushes (its output row).
+  ir::NodeId push_source = ir::kNoNode;
+  /// F's pull node (kNoNode if F pulls nothing).
+  ir::NodeId pull = ir::kNoNode;
+  /// Gather slots F reads (1 + the highest), and whether it reads gather_reduce.
+  int64_t gather_slots = 0;
+  bool gathers_all = false;
 
   /// One line per node: id, op, home, phase, fused group (and folded in ∂F).
   std::string to_text() const;

@@ -24,6 +24,54 @@ void binary(T* d, const T* a, const T* b, int64_t n, F f) {
   for (int64_t c = 0; c < n; ++c) d[c] = f(a[c], b[c]);
 }
 
+// One step of a fused program for one row, into d; arg(st, k) is the
+// row of its k-th argument and arg_cols(st, k) that argument's width.
+template <class T, class Arg, class Cols>
+void run_step(const FusedStep& st, T* d, const Arg& arg, const Cols& arg_cols) {
+  const int64_t n = st.cols;
+  switch (st.op) {
+    case OpKind::Slice: std::memcpy(d, arg(st, 0) + st.begin, static_cast<size_t>(n) * sizeof(T)); break;
+    case OpKind::Concat: {
+      int64_t col = 0;
+      for (size_t k = 0; k < st.args.size(); ++k) {
+        const int64_t w = arg_cols(st, k);
+        std::memcpy(d + col, arg(st, k), static_cast<size_t>(w) * sizeof(T));
+        col += w;
+      }
+      break;
+    }
+    case OpKind::Assemble: {
+      std::fill(d, d + n, T(0));
+      for (size_t k = 0; k < st.args.size(); ++k) {
+        const T* a = arg(st, k);
+        T* o = d + st.offsets[k];
+        for (int64_t c = 0, w = arg_cols(st, k); c < w; ++c) o[c] += a[c];
+      }
+      break;
+    }
+    case OpKind::Add: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x + y; }); break;
+    case OpKind::Sub: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x - y; }); break;
+    case OpKind::Mul: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x * y; }); break;
+    case OpKind::TanhGrad:
+      binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * (T(1) - y * y); });
+      break;
+    case OpKind::SigmoidGrad:
+      binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * y * (T(1) - y); });
+      break;
+    case OpKind::ReluGrad:
+      binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return x > T(0) ? dy : T(0); });
+      break;
+    case OpKind::LogGrad: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return dy / x; }); break;
+    case OpKind::Tanh: Row<T>(d, n) = CRow<T>(arg(st, 0), n).tanh(); break;
+    case OpKind::Sigmoid: Row<T>(d, n) = CRow<T>(arg(st, 0), n).logistic(); break;
+    case OpKind::Relu: Row<T>(d, n) = CRow<T>(arg(st, 0), n).max(T(0)); break;
+    case OpKind::Exp: Row<T>(d, n) = CRow<T>(arg(st, 0), n).exp(); break;
+    case OpKind::Log: Row<T>(d, n) = CRow<T>(arg(st, 0), n).log(); break;
+    case OpKind::Scale: Row<T>(d, n) = CRow<T>(arg(st, 0), n) * static_cast<T>(st.alpha); break;
+    default: SYLVA_THROW("[cpu] op '", ir::op_name(st.op), "' cannot be fused");
+  }
+}
+
 template <class T>
 void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<const MatView> out, int64_t rows) {
   const size_t S = p.steps.size();
@@ -64,47 +112,7 @@ void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<con
         continue;
       }
       T* d = st.output >= 0 ? out[static_cast<size_t>(st.output)].as<T>() + r * n : scratch.data() + offset[s];
-      switch (st.op) {
-        case OpKind::Slice: std::memcpy(d, arg(st, 0) + st.begin, static_cast<size_t>(n) * sizeof(T)); break;
-        case OpKind::Concat: {
-          int64_t col = 0;
-          for (size_t k = 0; k < st.args.size(); ++k) {
-            const int64_t w = arg_cols(st, k);
-            std::memcpy(d + col, arg(st, k), static_cast<size_t>(w) * sizeof(T));
-            col += w;
-          }
-          break;
-        }
-        case OpKind::Assemble: {
-          std::fill(d, d + n, T(0));
-          for (size_t k = 0; k < st.args.size(); ++k) {
-            const T* a = arg(st, k);
-            T* o = d + st.offsets[k];
-            for (int64_t c = 0, w = arg_cols(st, k); c < w; ++c) o[c] += a[c];
-          }
-          break;
-        }
-        case OpKind::Add: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x + y; }); break;
-        case OpKind::Sub: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x - y; }); break;
-        case OpKind::Mul: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T y) { return x * y; }); break;
-        case OpKind::TanhGrad:
-          binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * (T(1) - y * y); });
-          break;
-        case OpKind::SigmoidGrad:
-          binary(d, arg(st, 0), arg(st, 1), n, [](T y, T dy) { return dy * y * (T(1) - y); });
-          break;
-        case OpKind::ReluGrad:
-          binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return x > T(0) ? dy : T(0); });
-          break;
-        case OpKind::LogGrad: binary(d, arg(st, 0), arg(st, 1), n, [](T x, T dy) { return dy / x; }); break;
-        case OpKind::Tanh: Row<T>(d, n) = CRow<T>(arg(st, 0), n).tanh(); break;
-        case OpKind::Sigmoid: Row<T>(d, n) = CRow<T>(arg(st, 0), n).logistic(); break;
-        case OpKind::Relu: Row<T>(d, n) = CRow<T>(arg(st, 0), n).max(T(0)); break;
-        case OpKind::Exp: Row<T>(d, n) = CRow<T>(arg(st, 0), n).exp(); break;
-        case OpKind::Log: Row<T>(d, n) = CRow<T>(arg(st, 0), n).log(); break;
-        case OpKind::Scale: Row<T>(d, n) = CRow<T>(arg(st, 0), n) * static_cast<T>(st.alpha); break;
-        default: SYLVA_THROW("[cpu] op '", ir::op_name(st.op), "' cannot be fused");
-      }
+      run_step<T>(st, d, arg, arg_cols);
       ptr[s] = d;
     }
   }

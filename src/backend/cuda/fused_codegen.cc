@@ -52,6 +52,70 @@ bool binary(OpKind op) {
          op == OpKind::SigmoidGrad || op == OpKind::ReluGrad || op == OpKind::LogGrad;
 }
 
+// The statements computing step `st` (value `v`) from its arguments.
+void emit_compute(std::ostringstream& body, const FusedStep& st, const std::string& v,
+                  const std::vector<std::string>& args, const std::vector<int64_t>& args_cols, const std::string& at) {
+  const auto loop = [&](int64_t cols, const std::string& stmt) {
+    body << "    for (int c = lane; c < " << cols << "; c += 32) " << stmt << ";\n";
+  };
+  switch (st.op) {
+    case OpKind::Slice: loop(st.cols, v + "[c] = " + args[0] + "[" + std::to_string(st.begin) + " + c]"); break;
+    case OpKind::Concat: {
+      int64_t col = 0;
+      for (size_t i = 0; i < args.size(); ++i) {
+        loop(args_cols[i], v + "[" + std::to_string(col) + " + c] = " + args[i] + "[c]");
+        col += args_cols[i];
+      }
+      SYLVA_CHECK(col == st.cols, at, ": arguments have ", col, " columns in all, the step ", st.cols);
+      break;
+    }
+    case OpKind::Assemble: {
+      SYLVA_CHECK(st.offsets.size() == args.size(), at, ": ", st.offsets.size(), " offsets for ", args.size(),
+                  " arguments");
+      loop(st.cols, v + "[c] = T(0)");
+      for (size_t i = 0; i < args.size(); ++i) {
+        SYLVA_CHECK(st.offsets[i] >= 0 && st.offsets[i] + args_cols[i] <= st.cols, at, ": argument ", i,
+                    " at column ", st.offsets[i], " overruns ", st.cols, " columns");
+        body << "    __syncwarp();\n";  // arguments may overlap: add them one after another
+        loop(args_cols[i], v + "[" + std::to_string(st.offsets[i]) + " + c] += " + args[i] + "[c]");
+      }
+      break;
+    }
+    default: {
+      for (size_t i = 0; i < args.size(); ++i)
+        SYLVA_CHECK(args_cols[i] == st.cols, at, ": argument ", i, " has ", args_cols[i], " columns, the step ",
+                    st.cols);
+      loop(st.cols, v + "[c] = " + element(st.op, args[0], args.size() > 1 ? args[1] : "", st.alpha));
+    }
+  }
+}
+
+// Warps per block for the shared memory, the kernel's name (a hash of its
+// body) and the template filled in.
+void finish_kernel(FusedKernel& k, const FusedProgram& p, DType dtype, const std::string& text,
+                   int64_t max_shared_bytes, const std::string& what) {
+  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
+  while (k.warps > 1 && k.warps * std::max<int64_t>(k.scratch_per_warp, 1) * elem > max_shared_bytes) k.warps /= 2;
+  SYLVA_CHECK(std::max<int64_t>(k.scratch_per_warp, 1) * elem <= max_shared_bytes, what, ": ",
+              k.scratch_per_warp * elem, " bytes of scratch per row, more than the ", max_shared_bytes,
+              " bytes of shared memory (run it unfused)");
+  // The name keys the kernel by its shape as well as its ops (one module per program).
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  char name[48];
+  std::snprintf(name, sizeof name, "sylva_fused_%016llx", static_cast<unsigned long long>(h));
+  k.kernel = name;
+  k.source = std::string(kFusedRowsTemplate);
+  replace_all(k.source, "@NAME@", p.name.empty() ? "(unnamed)" : p.name);
+  replace_all(k.source, "@T@", dtype == DType::f32 ? "float" : "double");
+  replace_all(k.source, "@NIN@", std::to_string(k.inputs));
+  replace_all(k.source, "@NOUT@", std::to_string(k.outputs));
+  replace_all(k.source, "@WARPS@", std::to_string(k.warps));
+  replace_all(k.source, "@SCRATCH@", std::to_string(std::max<int64_t>(k.scratch_per_warp, 1)));
+  replace_all(k.source, "@KERNEL@", k.kernel);
+  replace_all(k.source, "@BODY@", text);
+}
+
 }  // namespace
 
 FusedKernel fused_kernel_source(const FusedProgram& p, DType dtype, std::span<const int64_t> input_cols,
@@ -103,64 +167,12 @@ FusedKernel fused_kernel_source(const FusedProgram& p, DType dtype, std::span<co
       k.scratch_per_warp += st.cols;
       body << "    T* const " << v << " = scratch + " << offset[s] << ";\n";
     }
-    const auto loop = [&](int64_t cols, const std::string& stmt) {
-      body << "    for (int c = lane; c < " << cols << "; c += 32) " << stmt << ";\n";
-    };
-    switch (st.op) {
-      case OpKind::Slice: loop(st.cols, v + "[c] = " + args[0] + "[" + std::to_string(st.begin) + " + c]"); break;
-      case OpKind::Concat: {
-        int64_t col = 0;
-        for (size_t i = 0; i < args.size(); ++i) {
-          loop(args_cols[i], v + "[" + std::to_string(col) + " + c] = " + args[i] + "[c]");
-          col += args_cols[i];
-        }
-        SYLVA_CHECK(col == st.cols, at, ": arguments have ", col, " columns in all, the step ", st.cols);
-        break;
-      }
-      case OpKind::Assemble: {
-        SYLVA_CHECK(st.offsets.size() == args.size(), at, ": ", st.offsets.size(), " offsets for ", args.size(),
-                    " arguments");
-        loop(st.cols, v + "[c] = T(0)");
-        for (size_t i = 0; i < args.size(); ++i) {
-          SYLVA_CHECK(st.offsets[i] >= 0 && st.offsets[i] + args_cols[i] <= st.cols, at, ": argument ", i,
-                      " at column ", st.offsets[i], " overruns ", st.cols, " columns");
-          body << "    __syncwarp();\n";  // arguments may overlap: add them one after another
-          loop(args_cols[i], v + "[" + std::to_string(st.offsets[i]) + " + c] += " + args[i] + "[c]");
-        }
-        break;
-      }
-      default: {
-        for (size_t i = 0; i < args.size(); ++i)
-          SYLVA_CHECK(args_cols[i] == st.cols, at, ": argument ", i, " has ", args_cols[i], " columns, the step ",
-                      st.cols);
-        loop(st.cols, v + "[c] = " + element(st.op, args[0], args.size() > 1 ? args[1] : "", st.alpha));
-      }
-    }
+    emit_compute(body, st, v, args, args_cols, at);
     body << "    __syncwarp();\n";
   }
   SYLVA_CHECK(k.outputs >= 1, what, ": no step is an output");
   SYLVA_CHECK(k.inputs >= 1, what, ": no inputs");
-  const int64_t elem = static_cast<int64_t>(dtype_size(dtype));
-  while (k.warps > 1 && k.warps * std::max<int64_t>(k.scratch_per_warp, 1) * elem > max_shared_bytes) k.warps /= 2;
-  SYLVA_CHECK(std::max<int64_t>(k.scratch_per_warp, 1) * elem <= max_shared_bytes, what, ": ",
-              k.scratch_per_warp * elem, " bytes of scratch per row, more than the ", max_shared_bytes,
-              " bytes of shared memory (run it unfused)");
-  // The name keys the kernel by its shape as well as its ops (one module per program).
-  uint64_t h = 1469598103934665603ull;
-  const std::string text = body.str();
-  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  char name[48];
-  std::snprintf(name, sizeof name, "sylva_fused_%016llx", static_cast<unsigned long long>(h));
-  k.kernel = name;
-  k.source = std::string(kFusedRowsTemplate);
-  replace_all(k.source, "@NAME@", p.name.empty() ? "(unnamed)" : p.name);
-  replace_all(k.source, "@T@", dtype == DType::f32 ? "float" : "double");
-  replace_all(k.source, "@NIN@", std::to_string(k.inputs));
-  replace_all(k.source, "@NOUT@", std::to_string(k.outputs));
-  replace_all(k.source, "@WARPS@", std::to_string(k.warps));
-  replace_all(k.source, "@SCRATCH@", std::to_string(std::max<int64_t>(k.scratch_per_warp, 1)));
-  replace_all(k.source, "@KERNEL@", k.kernel);
-  replace_all(k.source, "@BODY@", text);
+  finish_kernel(k, p, dtype, body.str(), max_shared_bytes, what);
   return k;
 }
 

@@ -1,0 +1,172 @@
+// The plan as a value: built once per (F, options), immutable, printable;
+// options change what is planned, not what is computed.
+#include "sylva/plan/vertex_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sylva/core/error.h"
+#include "sylva/frontend/parameter_set.h"
+#include "sylva/frontend/program.h"
+#include "sylva/frontend/vertex_function.h"
+#include "sylva/plan/program_plan.h"
+
+namespace sylva {
+namespace {
+
+using ir::OpKind;
+using plan::Phase;
+
+// A binary Tree-LSTM-like cell: an input projection (needs no child), a
+// recurrent product (needs the children) and an elementwise tail.
+struct Cell {
+  ParameterSet ps{DType::f64, 3};
+  VertexFunction f{"cell", 4, DType::f64};
+  Symbol xw, h;
+  Cell() {
+    ps.add("W", {3, 8}, Init::uniform(-0.5, 0.5));
+    ps.add("U", {8, 8}, Init::uniform(-0.5, 0.5));
+    xw = matmul(f.pull(3), f.param(ps["W"]));
+    Symbol r = matmul(concat({f.gather(0), f.gather(1)}), f.param(ps["U"]));
+    auto [a, b] = split<2>(xw + r);
+    h = tanh(a) * sigmoid(b);
+    f.scatter(h);
+    f.push(h);
+  }
+};
+
+int count_phase(const plan::GraphPlan& p, Phase ph) {
+  return static_cast<int>(std::count(p.phase.begin(), p.phase.end(), ph));
+}
+
+TEST(VertexPlan, EagerBatchingPutsTheInputProjectionBeforeTheLoop) {
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  EXPECT_EQ(p->forward.phase[static_cast<size_t>(c.xw.id())], Phase::pre);
+  EXPECT_EQ(p->forward.phase[static_cast<size_t>(c.h.id())], Phase::loop);
+  EXPECT_NE(std::find(p->forward.pre.begin(), p->forward.pre.end(), c.xw.id()), p->forward.pre.end());
+  EXPECT_FALSE(p->backward.post.empty()) << "dW and dx run after ∂F's loop";
+  EXPECT_NE(p->pull, ir::kNoNode);
+  EXPECT_EQ(p->push_source, c.h.id());
+  EXPECT_EQ(p->gather_slots, 2);
+  EXPECT_FALSE(p->gathers_all);
+
+  auto off = plan::build_vertex_plan(c.f.shared_graph(), {.eager_batching = false, .lazy_param_grads = false});
+  EXPECT_EQ(off->forward.phase[static_cast<size_t>(c.xw.id())], Phase::loop);
+  EXPECT_TRUE(off->forward.pre.empty() || std::none_of(off->forward.pre.begin(), off->forward.pre.end(),
+                                                       [&](ir::NodeId id) { return off->forward.runs(id); }));
+  EXPECT_TRUE(off->backward.post.empty());
+  EXPECT_EQ(count_phase(off->backward, Phase::post), 0);
+}
+
+TEST(VertexPlan, FusionGroupsTheTailAndWritesOutWhatTheGradientReads) {
+  Cell c;
+  auto fused = plan::build_vertex_plan(c.f.shared_graph(), {});
+  ASSERT_FALSE(fused->forward.fused.empty());
+  const plan::FusedGroup& g = fused->forward.fused[0];
+  EXPECT_EQ(g.program.steps.size(), g.members.size());
+  // ∂F reads tanh(a) and sigmoid(b) (the product's operands): written out.
+  int read_by_df = 0;
+  for (const ir::Node& n : fused->backward.graph->nodes())
+    if (n.op == OpKind::ForwardValue &&
+        std::find(g.members.begin(), g.members.end(), n.attrs.ref) != g.members.end()) {
+      ++read_by_df;
+      EXPECT_NE(std::find(g.outputs.begin(), g.outputs.end(), n.attrs.ref), g.outputs.end()) << n.attrs.ref;
+    }
+  EXPECT_GT(read_by_df, 0);
+  // The loop runs the group as one unit.
+  EXPECT_NE(std::find(fused->forward.order.begin(), fused->forward.order.end(), -1), fused->forward.order.end());
+
+  auto plain = plan::build_vertex_plan(c.f.shared_graph(), {.fusion = false});
+  EXPECT_TRUE(plain->forward.fused.empty());
+  EXPECT_TRUE(plain->backward.fused.empty());
+  EXPECT_TRUE(std::all_of(plain->forward.order.begin(), plain->forward.order.end(), [](int32_t u) { return u >= 0; }));
+}
+
+TEST(VertexPlan, FoldsParameterGradientMatmulsOfTheGradientOnly) {
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  EXPECT_TRUE(std::none_of(p->forward.folded.begin(), p->forward.folded.end(), [](uint8_t f) { return f != 0; }));
+  int folded = 0;
+  for (const ir::Node& n : p->backward.graph->nodes())
+    if (p->backward.folded[static_cast<size_t>(n.id)]) {
+      ++folded;
+      EXPECT_EQ(n.op, OpKind::MatMul);
+      ASSERT_EQ(p->backward.consumers[static_cast<size_t>(n.id)].size(), 1u);
+      const ir::Node& out = p->backward.graph->node(p->backward.consumers[static_cast<size_t>(n.id)][0]);
+      EXPECT_EQ(out.op, OpKind::ParamGradOut);
+      EXPECT_EQ(p->backward.phase[static_cast<size_t>(n.id)], p->backward.phase[static_cast<size_t>(out.id)]);
+    }
+  EXPECT_EQ(folded, 2) << "dW and dU";
+}
+
+TEST(VertexPlan, TheCacheBuildsOnePlanPerFunctionAndOptions) {
+  Cell c, d;
+  plan::PlanCache cache;
+  auto a = cache.get(c.f.shared_graph(), {});
+  EXPECT_EQ(cache.get(c.f.shared_graph(), {}), a) << "same F, same options: the same plan";
+  auto b = cache.get(c.f.shared_graph(), {.fusion = false});
+  EXPECT_NE(b, a);
+  EXPECT_FALSE(b->options.fusion);
+  EXPECT_TRUE(a->options.fusion);
+  EXPECT_NE(cache.get(d.f.shared_graph(), {}), a) << "another F";
+  auto ios = cache.get(c.f.shared_graph(), {.ios = ios::Options{.variant = ios::Variant::both, .r = 3, .s = 8}});
+  EXPECT_NE(ios, a);
+  EXPECT_EQ(cache.size(), 4u);
+}
+
+TEST(VertexPlan, PrintsEveryNodeWithItsPhase) {
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  const std::string text = p->to_text();
+  EXPECT_NE(text.find("F 'cell'"), std::string::npos) << text;
+  EXPECT_NE(text.find("phase=pre"), std::string::npos);
+  EXPECT_NE(text.find("phase=post"), std::string::npos);
+  EXPECT_NE(text.find("fused=0"), std::string::npos);
+  EXPECT_NE(text.find("folded"), std::string::npos);
+  const std::string dot = p->to_dot();
+  EXPECT_EQ(dot.rfind("digraph plan {", 0), 0u);
+  EXPECT_NE(dot.find("cluster_F_g0"), std::string::npos);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
+            static_cast<long>(2 + p->forward.graph->size() + p->backward.graph->size()));
+}
+
+TEST(VertexPlan, RejectsFunctionsTheRuntimeCannotRun) {
+  VertexFunction gathers_only("g", 4, DType::f64);
+  gathers_only.push(gathers_only.gather(0));
+  try {
+    plan::build_vertex_plan(gathers_only.shared_graph(), {});
+    FAIL() << "a function that gathers but never scatters was planned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("never scatters"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(plan::build_vertex_plan(nullptr, {}), Error);
+}
+
+TEST(ProgramPlan, OrdersEveryNodeOnceAndFoldsLookupGradientsIntoSparseRows) {
+  Program prog(DType::f64);
+  ParameterSet ps(DType::f64, 1);
+  ps.add("E", {10, 4}, Init::uniform(-0.1, 0.1));
+  ps.add("Wo", {4, 2}, Init::uniform(-0.1, 0.1));
+  Symbol x = lookup(prog.param(ps["E"]), prog.input_ids("w"));
+  Symbol loss = softmax_cross_entropy(matmul(x, prog.param(ps["Wo"])), prog.input_ids("y"));
+  for (bool with_ios : {false, true}) {
+    plan::PlanOptions o;
+    if (with_ios) o.ios = ios::Options{.variant = ios::Variant::both, .r = 3, .s = 8};
+    plan::ProgramPlan fwd = plan::plan_program(prog.graph(), o);
+    std::vector<ir::NodeId> sorted = fwd.order;
+    std::sort(sorted.begin(), sorted.end());
+    ASSERT_EQ(sorted.size(), prog.graph().size());
+    for (size_t i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], static_cast<ir::NodeId>(i));
+    plan::ProgramGradPlan bwd = plan::plan_program_gradient(prog.graph(), loss.id(), o);
+    EXPECT_EQ(bwd.sparse_params, std::set<std::string>{"E"});
+    EXPECT_EQ(bwd.order.size(), bwd.graph->size());
+    int folded = 0;
+    for (uint8_t f : bwd.folded) folded += f;
+    EXPECT_EQ(folded, 2) << "the lookup gradient and dWo";
+  }
+}
+
+}  // namespace
+}  // namespace sylva

@@ -31,6 +31,20 @@ Symbol binary(OpKind op, Symbol a, Symbol b, Attrs at = {}) {
 
 }  // namespace
 
+Symbol apply_op(OpKind op, const std::vector<Symbol>& inputs, Attrs attrs) {
+  const std::string name(ir::op_name(op));
+  SYLVA_CHECK(!inputs.empty(), "[", name, "] apply_op needs an input (it names the graph)");
+  ir::Graph* g = nullptr;
+  std::vector<ir::NodeId> ids;
+  for (const Symbol& s : inputs) {
+    SYLVA_CHECK(s.valid(), "[", name, "] operand is an empty Symbol");
+    SYLVA_CHECK(g == nullptr || g == s.graph(), "[", name, "] operands belong to different graphs");
+    g = s.graph();
+    ids.push_back(s.id());
+  }
+  return {g, g->add(op, std::move(ids), std::move(attrs))};
+}
+
 ir::ValueType Symbol::type() const {
   SYLVA_CHECK(valid(), "[symbol] empty Symbol has no type");
   return graph_->node(id_).type;

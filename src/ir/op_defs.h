@@ -10,7 +10,7 @@
 
 namespace sylva::ir::detail {
 
-using Table = std::array<OpDef, static_cast<size_t>(OpKind::Count_)>;
+using Table = std::array<OpDef, kMaxOpKinds>;
 
 void define_math_ops(Table& t);
 void define_structure_ops(Table& t);

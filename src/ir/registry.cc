@@ -1,34 +1,61 @@
 #include "op_defs.h"
 
+#include <atomic>
+#include <mutex>
+
 namespace sylva::ir {
 namespace {
 
-const detail::Table& table() {
-  static const detail::Table t = [] {
-    detail::Table tab{};
-    detail::define_math_ops(tab);
-    detail::define_structure_ops(tab);
-    detail::define_boundary_ops(tab);
+// The built-in ops' definitions, then the registered ones (register_op).
+// Entries below `count` never change once written, so readers take no lock.
+struct Registry {
+  Registry() {
+    detail::define_math_ops(table);
+    detail::define_structure_ops(table);
+    detail::define_boundary_ops(table);
     for (size_t i = 0; i < static_cast<size_t>(OpKind::Count_); ++i)
-      SYLVA_ASSERT(tab[i].infer != nullptr, "op kind ", i, " has no definition");
-    return tab;
-  }();
-  return t;
+      SYLVA_ASSERT(table[i].infer != nullptr, "op kind ", i, " has no definition");
+    count = static_cast<size_t>(OpKind::Count_);
+  }
+  detail::Table table{};
+  std::atomic<size_t> count{0};
+  std::mutex mu;  // register_op
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
 }
 
 }  // namespace
 
 const OpDef& op_def(OpKind op) {
-  SYLVA_ASSERT(op < OpKind::Count_);
-  return table()[static_cast<size_t>(op)];
+  Registry& r = registry();
+  SYLVA_ASSERT(static_cast<size_t>(op) < r.count.load(std::memory_order_acquire), "op kind ", static_cast<int>(op),
+               " is neither built in nor registered");
+  return r.table[static_cast<size_t>(op)];
 }
 
 std::string_view op_name(OpKind op) { return op_def(op).name; }
 
 std::vector<OpKind> all_ops() {
   std::vector<OpKind> ops;
-  for (size_t i = 0; i < static_cast<size_t>(OpKind::Count_); ++i) ops.push_back(static_cast<OpKind>(i));
+  for (size_t i = 0; i < registry().count.load(std::memory_order_acquire); ++i) ops.push_back(static_cast<OpKind>(i));
   return ops;
+}
+
+OpKind register_op(const OpDef& def) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  SYLVA_CHECK(def.infer != nullptr, "[ir] op '", def.name, "' has no shape inference");
+  SYLVA_CHECK(!def.name.empty(), "[ir] an op needs a name");
+  const size_t n = r.count.load();
+  for (size_t i = 0; i < n; ++i)
+    SYLVA_CHECK(r.table[i].name != def.name, "[ir] an op named '", def.name, "' exists already");
+  SYLVA_CHECK(n < kMaxOpKinds, "[ir] no room for op '", def.name, "': ", kMaxOpKinds, " op kinds at most");
+  r.table[n] = def;
+  r.count.store(n + 1, std::memory_order_release);
+  return static_cast<OpKind>(n);
 }
 
 bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero) {

@@ -74,4 +74,9 @@ Symbol lookup(Symbol table, Symbol ids);
 /// the batching policy, so every policy computes the same values.
 Symbol dropout(Symbol x, double p);
 
+/// A node of op `op` over `inputs` (one graph) with `attrs`: the way to
+/// use an op registered with ir::register_op, which has no function of its
+/// own here. Shape inference runs at once, as for every op.
+Symbol apply_op(ir::OpKind op, const std::vector<Symbol>& inputs, ir::Attrs attrs = {});
+
 }  // namespace sylva

@@ -50,6 +50,8 @@ enum class OpKind : uint8_t {
   ApplyGrad,      // runs ∂(body) over the batch: input d(pushed), output d(pull)
   Count_
 };
+/// Op kinds at most, built in (below Count_) and registered (register_op).
+constexpr size_t kMaxOpKinds = 128;
 
 /// How a loss reduces over rows.
 enum class Reduction : uint8_t { sum, mean };
@@ -163,8 +165,14 @@ struct OpDef {
 /// The registry: the definition of every OpKind.
 const OpDef& op_def(OpKind op);
 std::string_view op_name(OpKind op);
-/// All op kinds (for tests that iterate over the registry).
+/// All op kinds, built in and registered (for tests that iterate over the registry).
 std::vector<OpKind> all_ops();
+/// Adds an op defined outside Sylva's op families (an extension, or a
+/// test's): returns its kind, Count_ or above. Its definition is then read
+/// like a built-in one's; a backend runs it once a kernel is registered
+/// for it (CPU: sylva/backend/cpu_extension.h). sylva::Error for a name in
+/// use, no shape inference, or no room left.
+OpKind register_op(const OpDef& def);
 /// Whether fused programs may contain `op` (OpFlag::fusible).
 inline bool fusible(OpKind op) { return has(op_def(op).flags, OpFlag::fusible); }
 /// Whether node `n`'s output is zero at every row, given which of its

@@ -70,7 +70,7 @@ class Profiler {
 
  private:
   std::array<Stat, static_cast<size_t>(OpCategory::count_)> categories_{};
-  std::array<Stat, static_cast<size_t>(ir::OpKind::Count_)> ops_{};  // by OpKind: no allocation per event
+  std::array<Stat, ir::kMaxOpKinds> ops_{};  // by OpKind: no allocation per event
   Stat fused_{};  // fused groups (counted as elementwise)
   double apply_seconds_ = 0.0;  // Apply and ApplyGrad events (containers)
   double body_seconds_ = 0.0;   // ops inside F and ∂F (task >= 0)

@@ -37,10 +37,17 @@ class CpuBackend final : public Backend {
 
   Device device() const override { return Device::cpu(); }
   std::string name() const override { return "cpu"; }
-  bool supports(ir::OpKind op) const override { return table_[static_cast<size_t>(op)] != nullptr; }
+  bool supports(ir::OpKind op) const override {
+    return table_[static_cast<size_t>(op)] != nullptr || cpu::unary_kernel(op) != nullptr;
+  }
 
   void run(const KernelArgs& args) override {
     cpu::Kernel k = table_[static_cast<size_t>(args.node.op)];
+    if (k == nullptr)
+      if (const cpu::UnaryElementKernel* ext = cpu::unary_kernel(args.node.op)) {
+        cpu::run_unary_extension(*ext, args);
+        return;
+      }
     SYLVA_CHECK(k != nullptr, "[cpu] no kernel for op '", ir::op_name(args.node.op), "'");
     SYLVA_ASSERT(!args.accumulate || accumulates_into_output(args.node.op), "op ", ir::op_name(args.node.op),
                  " cannot accumulate into its output");

@@ -4,12 +4,13 @@
 #include <array>
 
 #include "sylva/backend/backend.h"
+#include "sylva/backend/cpu_extension.h"
 #include "sylva/core/error.h"
 
 namespace sylva::cpu {
 
 using Kernel = void (*)(const KernelArgs&);
-using KernelTable = std::array<Kernel, static_cast<size_t>(ir::OpKind::Count_)>;
+using KernelTable = std::array<Kernel, ir::kMaxOpKinds>;
 
 void register_matmul_kernels(KernelTable& t);
 void register_elementwise_kernels(KernelTable& t);
@@ -26,6 +27,12 @@ void update_parameter(const ParamUpdate& u, int threads = 1);
 double sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows);
 
 inline Kernel& slot(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
+
+/// A registered unary kernel at one element (kernels_extension.cc).
+inline float apply(const UnaryElementKernel& k, float x) { return k.f32(x); }
+inline double apply(const UnaryElementKernel& k, double x) { return k.f64(x); }
+/// Runs a registered unary kernel over a whole value.
+void run_unary_extension(const UnaryElementKernel& k, const KernelArgs& a);
 
 /// Instantiates `Impl<T>::run(args)` for the dtype of the output.
 template <template <class> class Impl>

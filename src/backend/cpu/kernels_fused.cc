@@ -68,7 +68,12 @@ void run_step(const FusedStep& st, T* d, const Arg& arg, const Cols& arg_cols) {
     case OpKind::Exp: Row<T>(d, n) = CRow<T>(arg(st, 0), n).exp(); break;
     case OpKind::Log: Row<T>(d, n) = CRow<T>(arg(st, 0), n).log(); break;
     case OpKind::Scale: Row<T>(d, n) = CRow<T>(arg(st, 0), n) * static_cast<T>(st.alpha); break;
-    default: SYLVA_THROW("[cpu] op '", ir::op_name(st.op), "' cannot be fused");
+    default: {
+      const UnaryElementKernel* ext = unary_kernel(st.op);  // a registered op
+      SYLVA_CHECK(ext != nullptr, "[cpu] op '", ir::op_name(st.op), "' cannot be fused");
+      const T* x = arg(st, 0);
+      for (int64_t c = 0; c < n; ++c) d[c] = apply(*ext, x[c]);
+    }
   }
 }
 

@@ -134,7 +134,10 @@ class CudaBackend final : public Backend {
 
   Device device() const override { return Device::cuda(index_); }
   std::string name() const override { return "cuda"; }
-  bool supports(OpKind op) const override { return op == OpKind::MatMul || ir::fusible(op) || own_kernel(op); }
+  // Registered ops (ir::register_op) have no CUDA kernels: only the built-in fusible ones.
+  bool supports(OpKind op) const override {
+    return op == OpKind::MatMul || (op < OpKind::Count_ && ir::fusible(op)) || own_kernel(op);
+  }
 
   void run(const KernelArgs& a) override {
     SYLVA_CHECK(supports(a.node.op), "[cuda] op '", ir::op_name(a.node.op), "' has no CUDA kernel yet");

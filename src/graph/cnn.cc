@@ -97,7 +97,7 @@ template void conv_reference<double>(const CnnNode&, const std::vector<double>&,
 
 struct CnnRunner::State {
   // A node's output, allocated once in the backend's memory.
-  struct Slot {
+  struct Value {
     Buffer data;
     Nchw dims;
     bool set = false;
@@ -106,7 +106,7 @@ struct CnnRunner::State {
   // One channel slice of an earlier output moved into a node's input.
   struct Piece {
     const std::string* name;  // the source's (a key of `values`)
-    Slot* src;
+    Value* src;
     int64_t src_c0, dst_c0, channels;
     bool add;  // a later value of the same term: summed into the first
   };
@@ -117,7 +117,7 @@ struct CnnRunner::State {
   struct Input {
     Nchw dims;
     std::vector<Piece> pieces;
-    Slot* whole = nullptr;
+    Value* whole = nullptr;
     Buffer scratch;  // gathered here when a conv, pool or element node's input is not whole
     ConvSpec conv;
     PoolSpec pool;
@@ -128,13 +128,13 @@ struct CnnRunner::State {
     ios::MergedConv m;
     std::vector<float> w, b;
     Buffer dw, db;
-    Slot y;
+    Value y;
     Input in;
   };
 
   std::unique_ptr<CnnKernels> kernels;
   Backend* backend = nullptr;                         // the kernels'
-  std::map<std::string, Slot> values;                 // every node's, created up front
+  std::map<std::string, Value> values;                 // every node's, created up front
   std::map<std::string, const CnnNode*> nodes;        // by name, sequential nodes' members included
   std::map<std::string, Input> inputs;                // of every node that reads any
   std::map<std::string, std::vector<float>> weights, bias;  // host copies (merging builds on them)
@@ -142,7 +142,7 @@ struct CnnRunner::State {
   std::mutex merged_mutex;
   std::map<std::string, std::unique_ptr<Merged>> merged;  // by merged name
 
-  Slot& slot(const std::string& name) {
+  Value& value_of(const std::string& name) {
     auto it = values.find(name);
     SYLVA_CHECK(it != values.end(), "[cnn] no node '", name, "'");
     return it->second;
@@ -243,9 +243,9 @@ void CnnRunner::init(uint64_t seed) {
     const Nchw dims{batch, n.output_shape[0], n.output_shape[1], n.output_shape[2]};
     SYLVA_CHECK(dims.c >= 1 && dims.h >= 1 && dims.w >= 1, "[cnn] node '", n.name, "' has output_shape [", dims.c,
                 ", ", dims.h, ", ", dims.w, "]");
-    State::Slot& slot = s.values[n.name];
-    slot.data = s.buffer(dims.size());
-    slot.dims = dims;
+    State::Value& value = s.values[n.name];
+    value.data = s.buffer(dims.size());
+    value.dims = dims;
     for (const CnnNode& m : n.nodes) self(m, self);
     if (n.type != "conv") return;
     const int64_t C = in_channels(n), fan_in = C / n.groups * n.kernel[0] * n.kernel[1];
@@ -295,7 +295,7 @@ void CnnRunner::init(uint64_t seed) {
   std::vector<float> x(static_cast<size_t>(s.values.at(g.input.name).dims.size()));
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (float& v : x) v = u(rng);
-  State::Slot& input = s.values.at(g.input.name);
+  State::Value& input = s.values.at(g.input.name);
   s.backend->upload(input.ptr(), x.data(), x.size() * sizeof(float));
   input.set = true;
   for (const auto& [name, w] : s.weights) {  // into device memory now, not inside a timed stage
@@ -321,7 +321,7 @@ Backend& CnnRunner::backend() const { return *s_->backend; }
 
 void CnnRunner::run(const CnnNode& n) {
   State& s = *s_;
-  State::Slot& y = s.slot(n.name);
+  State::Value& y = s.value_of(n.name);
   CnnKernels& k = *s.kernels;
   if (n.type == "placeholder") {
     SYLVA_CHECK(y.set, "[cnn] placeholder '", n.name, "' has no value (run the block before it first)");
@@ -330,7 +330,7 @@ void CnnRunner::run(const CnnNode& n) {
   if (n.type == "sequential") {
     for (const CnnNode& m : n.nodes) run(m);
     SYLVA_CHECK(!n.nodes.empty(), "[cnn] sequential node '", n.name, "' has no members");
-    State::Slot& last = s.slot(n.nodes.back().name);
+    State::Value& last = s.value_of(n.nodes.back().name);
     SYLVA_CHECK(last.dims.size() == y.dims.size(), "[cnn] sequential node '", n.name, "' declares another shape than ",
                 "its last member '", n.nodes.back().name, "'");
     k.move_channels(last.ptr(), last.dims.c, 0, y.ptr(), y.dims.c, 0, y.dims.c, y.dims.n, y.dims.h * y.dims.w, false);
@@ -391,7 +391,7 @@ void CnnRunner::run_merged(const std::vector<const CnnNode*>& convs) {
   // Each member's channels, [offset, offset + K) of the merged output.
   const Nchw& m = mg->y.dims;
   for (size_t j = 0; j < convs.size(); ++j) {
-    State::Slot& y = s.slot(convs[j]->name);
+    State::Value& y = s.value_of(convs[j]->name);
     s.kernels->move_channels(mg->y.ptr(), m.c, mg->m.offsets[j], y.ptr(), y.dims.c, 0, y.dims.c, m.n, m.h * m.w,
                              false);
     y.set = true;

@@ -14,7 +14,7 @@
 
 namespace sylva {
 
-using detail::Slot;
+using detail::ValueBuffer;
 using detail::VertexRunner;
 using ir::Node;
 using ir::NodeId;
@@ -74,8 +74,8 @@ struct Executor::Impl {
   // Rows of a rowed static value: the batch's vertex count.
   int64_t rows_of(const ir::ValueType& t) const { return t.rowed ? batch_rows : t.shape.rows(); }
 
-  MatView& out_slot(std::vector<Slot>& slots, const Node& n) {
-    return slots[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
+  MatView& out_value(std::vector<ValueBuffer>& buffers, const Node& n) {
+    return buffers[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
   }
 
   // The host copy of an int32 value of the program (ids come only from
@@ -119,7 +119,7 @@ struct Executor::Impl {
         case OpKind::Param: values[n.id].view = store.value(n.attrs.name); break;
         case OpKind::InputIds: {
           const std::vector<int32_t>& ids = b.ids(n.attrs.name);
-          backend.upload(out_slot(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
+          backend.upload(out_value(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
           ids_on_host.resize(g.size());
           ids_on_host[n.id].assign(ids.begin(), ids.end());
           break;
@@ -130,7 +130,7 @@ struct Executor::Impl {
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
-          r.forward(pull, out_slot(values, n), ctx, observer ? &observer : nullptr);
+          r.forward(pull, out_value(values, n), ctx, observer ? &observer : nullptr);
           break;
         }
         default: {
@@ -139,7 +139,7 @@ struct Executor::Impl {
           for (NodeId in : n.inputs) ins.push_back(values[in].view);
           check_rows(n, ins);
           check_ids(n, ins);
-          backend.run({n, ins, out_slot(values, n), ctx});
+          backend.run({n, ins, out_value(values, n), ctx});
         }
       }
       observe(n, g, start, rows_of(n.type));
@@ -175,7 +175,7 @@ struct Executor::Impl {
   }
 
   // grad[ids[r]] += dy[r] for the rows of a lookup; records the rows.
-  void sparse_accumulate(const ir::Graph& g, const Node& lookup_grad, std::vector<Slot>& gv, Parameter& prm) {
+  void sparse_accumulate(const ir::Graph& g, const Node& lookup_grad, std::vector<ValueBuffer>& gv, Parameter& prm) {
     const MatView& dy = gv[lookup_grad.inputs[0]].view;
     const MatView& ids = gv[lookup_grad.inputs[1]].view;
     const Node& ids_node = g.node(lookup_grad.inputs[1]);
@@ -196,7 +196,7 @@ struct Executor::Impl {
     const plan::ProgramGradPlan& gp = grad_plan(loss);
     const ir::Graph& g = *gp.graph;
     while (grad_values.size() < g.size()) grad_values.emplace_back(backend.memory());
-    std::vector<Slot>& gv = grad_values;
+    std::vector<ValueBuffer>& gv = grad_values;
     sparse.clear();
     for (const std::string& name : gp.sparse_params) sparse[name];
     for (NodeId id : gp.order) {
@@ -206,7 +206,7 @@ struct Executor::Impl {
       switch (n.op) {
         case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
         case OpKind::Seed: {
-          MatView& s = out_slot(gv, n);
+          MatView& s = out_value(gv, n);
           dispatch_floating(s.dtype, [&](auto tag) {
             const auto v = static_cast<decltype(tag)>(seed);
             backend.upload(s.data, &v, sizeof v);
@@ -229,14 +229,14 @@ struct Executor::Impl {
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
-          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_slot(gv, n);
+          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, n);
           r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr);
           break;
         }
         default: {
           scratch.clear();
           for (NodeId in : n.inputs) scratch.push_back(gv[in].view);
-          backend.run({n, scratch, out_slot(gv, n), ExecContext{}});
+          backend.run({n, scratch, out_value(gv, n), ExecContext{}});
         }
       }
       observe(n, g, start, rows_of(n.type));
@@ -252,8 +252,8 @@ struct Executor::Impl {
   ExecutorOptions options;
   Backend& backend;
   ParamStore store;
-  std::vector<Slot> values;
-  std::vector<Slot> grad_values;
+  std::vector<ValueBuffer> values;
+  std::vector<ValueBuffer> grad_values;
   std::vector<std::vector<int32_t>> ids_on_host;  // per input_ids node: its ids (host_ids)
   plan::PlanCache plans;  // one per vertex function
   std::vector<std::unique_ptr<VertexRunner>> runners;

@@ -14,17 +14,17 @@ using ir::OpKind;
 using plan::Home;
 using plan::Phase;
 
-MatView& Slot::shape(int64_t rows, int64_t cols, DType dtype) {
+MatView& ValueBuffer::shape(int64_t rows, int64_t cols, DType dtype) {
   buf.reserve(static_cast<size_t>(std::max<int64_t>(rows * cols, 1)) * dtype_size(dtype));
   view = {buf.data(), rows, cols, dtype};
   return view;
 }
 
-std::vector<Slot> make_slots(size_t n, Memory& memory) {
-  std::vector<Slot> slots;
-  slots.reserve(n);
-  for (size_t i = 0; i < n; ++i) slots.emplace_back(memory);
-  return slots;
+std::vector<ValueBuffer> make_value_buffers(size_t n, Memory& memory) {
+  std::vector<ValueBuffer> buffers;
+  buffers.reserve(n);
+  for (size_t i = 0; i < n; ++i) buffers.emplace_back(memory);
+  return buffers;
 }
 
 namespace {
@@ -68,7 +68,7 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
   v.plan = &p;
   v.backward = backward;
   v.arena.resize(g.size());
-  v.fixed = make_slots(g.size(), backend_.memory());
+  v.fixed = make_value_buffers(g.size(), backend_.memory());
   v.group_failed.assign(p.fused.size(), 0);
   for (const Node& n : g.nodes())
     if (p.home[static_cast<size_t>(n.id)] == Home::arena)

@@ -21,9 +21,9 @@
 namespace sylva::detail {
 
 /// A fixed-size value: a grow-only buffer and its current view.
-struct Slot {
-  Slot() = default;
-  explicit Slot(Memory& memory) : buf(memory) {}
+struct ValueBuffer {
+  ValueBuffer() = default;
+  explicit ValueBuffer(Memory& memory) : buf(memory) {}
   Buffer buf;
   MatView view;
   /// Points view at `rows x cols` of dtype, growing buf if needed.
@@ -31,7 +31,7 @@ struct Slot {
 };
 
 /// `n` slots whose buffers come from `memory`.
-std::vector<Slot> make_slots(size_t n, Memory& memory);
+std::vector<ValueBuffer> make_value_buffers(size_t n, Memory& memory);
 
 /// How a runner executes its plan (ExecutorOptions of the same names).
 struct RunnerOptions {
@@ -80,7 +80,7 @@ class VertexRunner {
     const plan::GraphPlan* plan = nullptr;
     bool backward = false;
     std::vector<DynamicTensor> arena;
-    std::vector<Slot> fixed;
+    std::vector<ValueBuffer> fixed;
     std::vector<uint8_t> group_failed;  // the backend has no fused kernel: run the members
   };
 

@@ -32,7 +32,7 @@ struct Factor {
 };
 
 // A place for a factor: a level, temporal or spatial.
-struct Slot {
+struct Place {
   int level;
   bool spatial;
 };
@@ -63,8 +63,8 @@ double inputs_window_log(const Problem& p) {
   return std::log(static_cast<double>(p.w_stride * p.w_dilation * p.h_stride * p.h_dilation));
 }
 
-std::vector<Slot> slots_of(const Arch& a) {
-  std::vector<Slot> s;
+std::vector<Place> places_of(const Arch& a) {
+  std::vector<Place> s;
   for (int i = 0; i < static_cast<int>(a.levels.size()); ++i) {
     s.push_back({i, false});
     if (a.fanout(i) > 1) s.push_back({i, true});
@@ -79,12 +79,12 @@ struct Layout {
   const Problem& p;
   const Arch& a;
   std::vector<Factor> factors;
-  std::vector<Slot> slots;
+  std::vector<Place> places;
   std::array<int, kTensors> keeper;
   int lowest_keeper;
 
   Layout(const Problem& problem, const Arch& arch, const Mapspace& ms)
-      : p(problem), a(arch), slots(slots_of(arch)), keeper(keepers(arch, ms)) {
+      : p(problem), a(arch), places(places_of(arch)), keeper(keepers(arch, ms)) {
     lowest_keeper = *std::min_element(keeper.begin(), keeper.end());
     for (int j = 0; j < kDims; ++j)
       for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(j)])) {
@@ -98,7 +98,7 @@ struct Layout {
   // when temporal (refetches, unless reused through the loop order) or when
   // spatial and indexing t (distinct copies; the rest is multicast). The
   // factors indexing t count once wherever they sit.
-  bool refetches(int t, int j, const Slot& s) const {
+  bool refetches(int t, int j, const Place& s) const {
     return s.level <= keeper[t] ? relevant(t, j) : (!s.spatial || relevant(t, j));
   }
   double bandwidth(int t) const {
@@ -180,20 +180,20 @@ struct Columns {
 };
 
 // The place of level `level`'s temporal loops.
-int temporal_slot(const std::vector<Slot>& slots, int level) {
-  for (int s = 0; s < static_cast<int>(slots.size()); ++s)
-    if (slots[static_cast<size_t>(s)].level == level && !slots[static_cast<size_t>(s)].spatial) return s;
-  SYLVA_THROW("[cosa] level ", level, " has no temporal slot");
+int temporal_place(const std::vector<Place>& places, int level) {
+  for (int s = 0; s < static_cast<int>(places.size()); ++s)
+    if (places[static_cast<size_t>(s)].level == level && !places[static_cast<size_t>(s)].spatial) return s;
+  SYLVA_THROW("[cosa] level ", level, " has no temporal place");
 }
 
 // Adds the x columns, each costed by its log-factor times the weights of what it changes.
 void add_placements(Program& mip, Columns& c, const Layout& lay, const ObjectiveWeights& w) {
   const std::vector<Factor>& factors = lay.factors;
-  c.places = static_cast<int>(lay.slots.size());
+  c.places = static_cast<int>(lay.places.size());
   c.x.resize(factors.size() * static_cast<size_t>(c.places));
   for (size_t f = 0; f < factors.size(); ++f)
     for (int s = 0; s < c.places; ++s) {
-      const Slot& sl = lay.slots[static_cast<size_t>(s)];
+      const Place& sl = lay.places[static_cast<size_t>(s)];
       double cost = (sl.spatial ? -w.utilization : w.compute);
       for (int t = 0; t < kTensors; ++t) cost += w.traffic * lay.refetches(t, factors[f].dim, sl);
       c.x[f * static_cast<size_t>(c.places) + static_cast<size_t>(s)] =
@@ -205,7 +205,7 @@ void add_placements(Program& mip, Columns& c, const Layout& lay, const Objective
 // the fan-out, each kept tile within its share of the level.
 void add_placement_rows(Program& mip, const Columns& c, const Layout& lay, const Mapspace& ms) {
   const std::vector<Factor>& factors = lay.factors;
-  const std::vector<Slot>& slots = lay.slots;
+  const std::vector<Place>& places = lay.places;
   const int S = c.places;
   for (size_t f = 0; f < factors.size(); ++f) {
     CoinPackedVector r;
@@ -213,10 +213,10 @@ void add_placement_rows(Program& mip, const Columns& c, const Layout& lay, const
     mip.add_row(r, factors[f].copies, factors[f].copies);
   }
   for (int s = 0; s < S; ++s) {
-    if (!slots[static_cast<size_t>(s)].spatial) continue;
+    if (!places[static_cast<size_t>(s)].spatial) continue;
     CoinPackedVector r;
     for (size_t f = 0; f < factors.size(); ++f) r.insert(c.X(f, s), factors[f].log_value);
-    const int64_t fanout = lay.a.fanout(slots[static_cast<size_t>(s)].level);
+    const int64_t fanout = lay.a.fanout(places[static_cast<size_t>(s)].level);
     mip.add_row(r, -COIN_DBL_MAX, std::log(static_cast<double>(fanout)) + kEps);
   }
   for (int i = 0; i + 1 < static_cast<int>(lay.a.levels.size()); ++i)
@@ -225,7 +225,7 @@ void add_placement_rows(Program& mip, const Columns& c, const Layout& lay, const
       CoinPackedVector r;
       for (size_t f = 0; f < factors.size(); ++f)
         for (int s = 0; s < S; ++s)
-          if (slots[static_cast<size_t>(s)].level <= i && relevant(t, factors[f].dim))
+          if (places[static_cast<size_t>(s)].level <= i && relevant(t, factors[f].dim))
             r.insert(c.X(f, s), factors[f].log_value);
       const double constant = t == Inputs ? inputs_window_log(lay.p) : 0.0;
       mip.add_row(r, -COIN_DBL_MAX, log_capacity(lay.a, ms, i) - constant + kEps);
@@ -259,7 +259,7 @@ void add_loop_order(Program& mip, Columns& c, const Layout& lay, const Objective
         if (!relevant(t, factors[f].dim)) continue;
         CoinPackedVector r;  // copies x moving[i] >= x[f][i temporal]
         r.insert(mv, factors[f].copies);
-        r.insert(c.X(f, temporal_slot(lay.slots, i)), -1.0);
+        r.insert(c.X(f, temporal_place(lay.places, i)), -1.0);
         mip.add_row(r, 0, COIN_DBL_MAX);
       }
     }
@@ -271,7 +271,7 @@ void add_loop_order(Program& mip, Columns& c, const Layout& lay, const Objective
         c.reused[t].push_back({f, u});
         CoinPackedVector le_x, le_z;
         le_x.insert(u, 1.0);
-        le_x.insert(c.X(f, temporal_slot(lay.slots, i)), -1.0);
+        le_x.insert(c.X(f, temporal_place(lay.places, i)), -1.0);
         mip.add_row(le_x, -COIN_DBL_MAX, 0);
         le_z.insert(u, 1.0);
         le_z.insert(c.z[static_cast<size_t>(i)][t], -cap);
@@ -290,13 +290,13 @@ void add_loop_order(Program& mip, Columns& c, const Layout& lay, const Objective
 // cycles and y >= log DRAM traffic of each tensor - log bandwidth.
 void add_latency(Program& mip, const Columns& c, const Layout& lay, const ObjectiveWeights& w) {
   const std::vector<Factor>& factors = lay.factors;
-  const std::vector<Slot>& slots = lay.slots;
+  const std::vector<Place>& places = lay.places;
   const int y = mip.column(w.latency, -COIN_DBL_MAX, COIN_DBL_MAX, false);
   CoinPackedVector compute;
   compute.insert(y, 1.0);
   for (size_t f = 0; f < factors.size(); ++f)
     for (int s = 0; s < c.places; ++s)
-      if (!slots[static_cast<size_t>(s)].spatial) compute.insert(c.X(f, s), -factors[f].log_value);
+      if (!places[static_cast<size_t>(s)].spatial) compute.insert(c.X(f, s), -factors[f].log_value);
   mip.add_row(compute, 0, COIN_DBL_MAX);
   for (int t = 0; t < kTensors; ++t) {
     const double bw = lay.bandwidth(t);
@@ -305,7 +305,7 @@ void add_latency(Program& mip, const Columns& c, const Layout& lay, const Object
     r.insert(y, 1.0);
     for (size_t f = 0; f < factors.size(); ++f)
       for (int s = 0; s < c.places; ++s)
-        if (lay.refetches(t, factors[f].dim, slots[static_cast<size_t>(s)])) r.insert(c.X(f, s), -factors[f].log_value);
+        if (lay.refetches(t, factors[f].dim, places[static_cast<size_t>(s)])) r.insert(c.X(f, s), -factors[f].log_value);
     for (const auto& [f, u] : c.reused[t]) r.insert(u, factors[f].log_value);
     mip.add_row(r, lay.traffic_constant(t) - std::log(bw), COIN_DBL_MAX);
   }
@@ -348,7 +348,7 @@ Mapping decode(const std::vector<double>& sol, const Columns& c, const Layout& l
     int placed = 0;
     for (int s = 0; s < c.places; ++s) {
       const auto n = static_cast<int>(std::llround(sol[static_cast<size_t>(c.X(f, s))]));
-      const Slot& sl = lay.slots[static_cast<size_t>(s)];
+      const Place& sl = lay.places[static_cast<size_t>(s)];
       auto& target = sl.spatial ? m.levels[static_cast<size_t>(sl.level)].spatial
                                 : m.levels[static_cast<size_t>(sl.level)].temporal;
       for (int k = 0; k < n; ++k) target[static_cast<size_t>(factors[f].dim)] *= factors[f].value;

@@ -26,7 +26,7 @@ void run_fused(const FusedProgram& p, std::span<const MatView> in, std::span<con
 void update_parameter(const ParamUpdate& u, int threads = 1);
 double sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows);
 
-inline Kernel& slot(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
+inline Kernel& kernel(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
 
 /// A registered unary kernel at one element (kernels_extension.cc).
 inline float apply(const UnaryElementKernel& k, float x) { return k.f32(x); }

@@ -91,20 +91,20 @@ struct DropoutMask {
 }  // namespace
 
 void register_elementwise_kernels(KernelTable& t) {
-  slot(t, OpKind::Add) = typed<Add>;
-  slot(t, OpKind::Sub) = typed<Sub>;
-  slot(t, OpKind::Mul) = typed<Mul>;
-  slot(t, OpKind::Tanh) = typed<Tanh>;
-  slot(t, OpKind::Sigmoid) = typed<Sigmoid>;
-  slot(t, OpKind::Relu) = typed<Relu>;
-  slot(t, OpKind::Exp) = typed<Exp>;
-  slot(t, OpKind::Log) = typed<Log>;
-  slot(t, OpKind::Scale) = typed<Scale>;
-  slot(t, OpKind::DropoutMask) = typed<DropoutMask>;
-  slot(t, OpKind::TanhGrad) = typed<TanhGrad>;
-  slot(t, OpKind::SigmoidGrad) = typed<SigmoidGrad>;
-  slot(t, OpKind::ReluGrad) = typed<ReluGrad>;
-  slot(t, OpKind::LogGrad) = typed<LogGrad>;
+  kernel(t, OpKind::Add) = typed<Add>;
+  kernel(t, OpKind::Sub) = typed<Sub>;
+  kernel(t, OpKind::Mul) = typed<Mul>;
+  kernel(t, OpKind::Tanh) = typed<Tanh>;
+  kernel(t, OpKind::Sigmoid) = typed<Sigmoid>;
+  kernel(t, OpKind::Relu) = typed<Relu>;
+  kernel(t, OpKind::Exp) = typed<Exp>;
+  kernel(t, OpKind::Log) = typed<Log>;
+  kernel(t, OpKind::Scale) = typed<Scale>;
+  kernel(t, OpKind::DropoutMask) = typed<DropoutMask>;
+  kernel(t, OpKind::TanhGrad) = typed<TanhGrad>;
+  kernel(t, OpKind::SigmoidGrad) = typed<SigmoidGrad>;
+  kernel(t, OpKind::ReluGrad) = typed<ReluGrad>;
+  kernel(t, OpKind::LogGrad) = typed<LogGrad>;
 }
 
 }  // namespace sylva::cpu

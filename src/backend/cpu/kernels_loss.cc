@@ -115,12 +115,12 @@ struct XentGrad {
 }  // namespace
 
 void register_loss_kernels(KernelTable& t) {
-  slot(t, OpKind::Softmax) = typed<Softmax>;
-  slot(t, OpKind::LogSoftmax) = typed<Softmax>;
-  slot(t, OpKind::SoftmaxGrad) = typed<SoftmaxGrad>;
-  slot(t, OpKind::LogSoftmaxGrad) = typed<SoftmaxGrad>;
-  slot(t, OpKind::SoftmaxCrossEntropy) = typed<Xent>;
-  slot(t, OpKind::SoftmaxCrossEntropyGrad) = typed<XentGrad>;
+  kernel(t, OpKind::Softmax) = typed<Softmax>;
+  kernel(t, OpKind::LogSoftmax) = typed<Softmax>;
+  kernel(t, OpKind::SoftmaxGrad) = typed<SoftmaxGrad>;
+  kernel(t, OpKind::LogSoftmaxGrad) = typed<SoftmaxGrad>;
+  kernel(t, OpKind::SoftmaxCrossEntropy) = typed<Xent>;
+  kernel(t, OpKind::SoftmaxCrossEntropyGrad) = typed<XentGrad>;
 }
 
 }  // namespace sylva::cpu

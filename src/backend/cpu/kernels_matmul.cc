@@ -68,6 +68,6 @@ struct MatMul {
 
 }  // namespace
 
-void register_matmul_kernels(KernelTable& t) { slot(t, ir::OpKind::MatMul) = typed<MatMul>; }
+void register_matmul_kernels(KernelTable& t) { kernel(t, ir::OpKind::MatMul) = typed<MatMul>; }
 
 }  // namespace sylva::cpu

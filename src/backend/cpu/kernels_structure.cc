@@ -120,15 +120,15 @@ struct LookupGrad {
 }  // namespace
 
 void register_structure_kernels(KernelTable& t) {
-  slot(t, OpKind::Concat) = typed<Concat>;
-  slot(t, OpKind::Slice) = typed<Slice>;
-  slot(t, OpKind::Assemble) = typed<Assemble>;
-  slot(t, OpKind::Sum) = typed<Sum>;
-  slot(t, OpKind::Mean) = typed<Sum>;
-  slot(t, OpKind::SumRows) = typed<SumRows>;
-  slot(t, OpKind::Broadcast) = typed<Broadcast>;
-  slot(t, OpKind::Lookup) = typed<Lookup>;
-  slot(t, OpKind::LookupGrad) = typed<LookupGrad>;
+  kernel(t, OpKind::Concat) = typed<Concat>;
+  kernel(t, OpKind::Slice) = typed<Slice>;
+  kernel(t, OpKind::Assemble) = typed<Assemble>;
+  kernel(t, OpKind::Sum) = typed<Sum>;
+  kernel(t, OpKind::Mean) = typed<Sum>;
+  kernel(t, OpKind::SumRows) = typed<SumRows>;
+  kernel(t, OpKind::Broadcast) = typed<Broadcast>;
+  kernel(t, OpKind::Lookup) = typed<Lookup>;
+  kernel(t, OpKind::LookupGrad) = typed<LookupGrad>;
 }
 
 }  // namespace sylva::cpu

@@ -138,11 +138,7 @@ TEST(CnnStreams, PlansOnLanesRunningOutOfStepGiveTheSequentialResults) {
         planned.run(g.blocks[0].enter);
         size_t concurrent = 0;
         for (const ios::BlockPart& part : ios::block_parts(g.blocks[0])) {
-          ProfilingCost rule(planned, g.blocks[0], part, 1);
-          test::SideBySide cost;
-          if (merge) cost.rule = &rule;
-          const ios::StagePlan plan =
-              ios::schedule(part.dag, cost, {merge ? ios::Variant::both : ios::Variant::parallel, 3, 8});
+          const ios::StagePlan plan = test::side_by_side_plan(planned, g.blocks[0], part, merge);
           for (const ios::Stage& st : plan.stages) concurrent += st.groups.size() > 1;
           run_plan(planned, g.blocks[0], part, plan, 1);
         }

@@ -22,4 +22,15 @@ struct SideBySide : ios::StageCostModel {
   cnn::ProfilingCost* rule = nullptr;  // what the runner can merge; null: nothing
 };
 
+/// An IOS plan of `part` under SideBySide (r = 3, s = 8): with `merge`,
+/// merging what the runner can merge (IOS-Both), else concurrent stages
+/// only (IOS-Parallel). The runner must hold the part's inputs.
+inline ios::StagePlan side_by_side_plan(cnn::CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part,
+                                        bool merge) {
+  cnn::ProfilingCost rule(runner, block, part, 1);
+  SideBySide cost;
+  if (merge) cost.rule = &rule;
+  return ios::schedule(part.dag, cost, {merge ? ios::Variant::both : ios::Variant::parallel, 3, 8});
+}
+
 }  // namespace sylva::test

@@ -32,6 +32,15 @@ ValueType infer_matmul(const Node& n, T in) {
   return {a.dtype, false, Shape{out_rows, out_cols}};
 }
 
+// 2·m·k·n, a rowed operand's rows being `rows`.
+int64_t flops_matmul(const Node& n, T in, int64_t rows) {
+  const auto r = [&](const ValueType& v) { return v.rowed ? rows : v.fixed_rows(); };
+  const int64_t m = n.attrs.trans_a ? in[0].cols() : r(in[0]);
+  const int64_t k = n.attrs.trans_a ? r(in[0]) : in[0].cols();
+  const int64_t cols = n.attrs.trans_b ? r(in[1]) : in[1].cols();
+  return 2 * m * k * cols;
+}
+
 void grad_matmul(GradContext& c) {
   const Attrs& at = c.node().attrs;
   bool ta = at.trans_a, tb = at.trans_b;
@@ -147,24 +156,24 @@ constexpr OpCategory kEw = OpCategory::elementwise, kSm = OpCategory::softmax_lo
 }  // namespace
 
 void define_math_ops(Table& t) {
-  entry(t, OpKind::MatMul) = {"matmul", OpFlag::none, 2, 2, infer_matmul, grad_matmul, Zeros::any, OpCategory::gemm};
-  entry(t, OpKind::Add) = {"add", kElem, 2, 2, infer_binary, grad_add, Zeros::all, kEw};
-  entry(t, OpKind::Sub) = {"sub", kElem, 2, 2, infer_binary, grad_sub, Zeros::all, kEw};
-  entry(t, OpKind::Mul) = {"mul", kElem, 2, 2, infer_binary, grad_mul, Zeros::any, kEw};
-  entry(t, OpKind::Tanh) = {"tanh", kElem, 1, 1, infer_unary, grad_unary<OpKind::TanhGrad, true>, Zeros::input0, kEw};
-  entry(t, OpKind::Sigmoid) = {"sigmoid", kElem, 1, 1, infer_unary, grad_unary<OpKind::SigmoidGrad, true>, Zeros::never, kEw};
-  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, false>, Zeros::input0, kEw};
-  entry(t, OpKind::Exp) = {"exp", kElem, 1, 1, infer_unary, grad_exp, Zeros::never, kEw};
-  entry(t, OpKind::Log) = {"log", kElem, 1, 1, infer_unary, grad_unary<OpKind::LogGrad, false>, Zeros::never, kEw};
-  entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale, Zeros::input0, kEw};
+  entry(t, OpKind::MatMul) = {"matmul", OpFlag::none, 2, 2, infer_matmul, grad_matmul, Zeros::any, OpCategory::gemm, Ids::none, flops_matmul};
+  entry(t, OpKind::Add) = {"add", kElem, 2, 2, infer_binary, grad_add, Zeros::all, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Sub) = {"sub", kElem, 2, 2, infer_binary, grad_sub, Zeros::all, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Mul) = {"mul", kElem, 2, 2, infer_binary, grad_mul, Zeros::any, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Tanh) = {"tanh", kElem, 1, 1, infer_unary, grad_unary<OpKind::TanhGrad, true>, Zeros::input0, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Sigmoid) = {"sigmoid", kElem, 1, 1, infer_unary, grad_unary<OpKind::SigmoidGrad, true>, Zeros::never, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, false>, Zeros::input0, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Exp) = {"exp", kElem, 1, 1, infer_unary, grad_exp, Zeros::never, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Log) = {"log", kElem, 1, 1, infer_unary, grad_unary<OpKind::LogGrad, false>, Zeros::never, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale, Zeros::input0, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Softmax) = {"softmax", OpFlag::none, 1, 1, infer_unary, grad_softmax, Zeros::never, kSm};
   entry(t, OpKind::LogSoftmax) = {"log_softmax", OpFlag::none, 1, 1, infer_unary, grad_log_softmax, Zeros::never, kSm};
   entry(t, OpKind::SoftmaxCrossEntropy) = {"softmax_cross_entropy", OpFlag::none, 2, 2, infer_xent, grad_xent, Zeros::never, kSm, Ids::cols_of_input0};
-  entry(t, OpKind::DropoutMask) = {"dropout_mask", OpFlag::random, 1, 1, infer_dropout_mask, nullptr, Zeros::never, kEw};
-  entry(t, OpKind::TanhGrad) = {"tanh_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
-  entry(t, OpKind::SigmoidGrad) = {"sigmoid_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
-  entry(t, OpKind::ReluGrad) = {"relu_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw};
-  entry(t, OpKind::LogGrad) = {"log_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::never, kEw};
+  entry(t, OpKind::DropoutMask) = {"dropout_mask", OpFlag::random, 1, 1, infer_dropout_mask, nullptr, Zeros::never, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::TanhGrad) = {"tanh_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::SigmoidGrad) = {"sigmoid_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::ReluGrad) = {"relu_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::LogGrad) = {"log_grad", kGrad, 2, 2, infer_grad_pair, nullptr, Zeros::never, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::SoftmaxGrad) = {"softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kSm};
   entry(t, OpKind::LogSoftmaxGrad) = {"log_softmax_grad", OpFlag::internal, 2, 2, infer_grad_pair, nullptr, Zeros::input1, kSm};
   entry(t, OpKind::SoftmaxCrossEntropyGrad) = {"softmax_cross_entropy_grad", OpFlag::internal, 3, 3,

@@ -96,33 +96,23 @@ class Differentiator final : public ir::GradContext {
   }
 
   void backprop(const Node& n) {
-    Attrs a;
-    switch (n.op) {
-      case OpKind::Param:
-        a.name = n.attrs.name;
-        out_.add(OpKind::ParamGradOut, {dy_}, a);
-        return;
-      case OpKind::Pull:
-        out_.add(OpKind::PullGradOut, {dy_});
-        return;
-      case OpKind::Gather:
-        a.slot = n.attrs.slot;
-        out_.add(OpKind::GatherGradOut, {dy_}, a);
-        return;
-      case OpKind::GatherReduce:
-        out_.add(OpKind::GatherReduceGradOut, {dy_});
-        return;
-      case OpKind::Apply: {
-        a.body = n.attrs.body;
-        a.ref = n.id;
-        a.declared = n.inputs.empty() ? out_.node(dy_).type : fwd_.node(n.inputs[0]).type;
-        NodeId d_pull = out_.add(OpKind::ApplyGrad, {dy_}, a);
-        if (!n.inputs.empty() && requires_[n.inputs[0]]) add_grad(0, d_pull);
-        return;
-      }
-      default: break;
-    }
     const ir::OpDef& def = ir::op_def(n.op);
+    if (n.op == OpKind::Apply) {
+      Attrs a;
+      a.body = n.attrs.body;
+      a.ref = n.id;
+      a.declared = n.inputs.empty() ? out_.node(dy_).type : fwd_.node(n.inputs[0]).type;
+      NodeId d_pull = out_.add(def.dual, {dy_}, a);
+      if (!n.inputs.empty() && requires_[n.inputs[0]]) add_grad(0, d_pull);
+      return;
+    }
+    if (def.dual != OpKind::Count_ && ir::has(def.flags, ir::OpFlag::source)) {  // leaves through its dual
+      Attrs a;
+      a.name = n.attrs.name;  // a parameter's
+      a.slot = n.attrs.slot;  // a gather's child slot
+      out_.add(def.dual, {dy_}, a);
+      return;
+    }
     SYLVA_CHECK(def.grad != nullptr, "[autodiff] op '", def.name, "' (node ", n.id, " of '", fwd_.name(),
                 "') has no gradient rule");
     def.grad(*this);
@@ -147,7 +137,7 @@ std::shared_ptr<const Graph> differentiate_vertex_function(const Graph& f) {
     if (n.op != OpKind::Push && n.op != OpKind::Scatter) continue;
     Attrs a;
     a.declared = n.type;
-    NodeId seed = out.add(n.op == OpKind::Push ? OpKind::PushGradIn : OpKind::ScatterGradIn, {}, a);
+    NodeId seed = out.add(ir::op_def(n.op).dual, {}, a);  // PushGradIn, ScatterGradIn
     d.seed(n.inputs[0], seed);
   }
   d.run();

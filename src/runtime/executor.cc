@@ -97,8 +97,9 @@ struct Executor::Impl {
 
   void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows,
                const Node* folded_matmul = nullptr) {
-    if (observer)
-      observer({n, g, -1, rows, std::chrono::steady_clock::now() - start, {}, EventPhase::program, folded_matmul});
+    if (observer)  // rowed operands have the batch's rows
+      observer({n, g, -1, rows, std::chrono::steady_clock::now() - start, {}, EventPhase::program, folded_matmul,
+                ir::flops(g, folded_matmul ? *folded_matmul : n, batch_rows)});
   }
 
   void forward(const GraphBatch& b, Mode mode) {

@@ -48,6 +48,7 @@ void Profiler::record(const OpEvent& e) {
     ++st->calls;
     st->rows += e.rows;
     st->seconds += s;
+    st->flops += e.flops;
   }
 }
 

@@ -186,8 +186,14 @@ void VertexRunner::report(Values& v, const Node& n, const Task& t, int64_t task_
                           const Node* folded) {
   if (!obs || !*obs) return;
   const EventPhase phase = event_phase(v.plan->phase[n.id]);
-  const OpEvent e{n, *v.plan->graph, phase == EventPhase::task_loop ? task_index : -1, t.bs,
-                  std::chrono::steady_clock::now() - start, fused, phase, folded};
+  const ir::Graph& g = *v.plan->graph;
+  int64_t flops = ir::flops(g, folded ? *folded : n, t.bs);
+  if (!fused.empty()) {
+    flops = 0;
+    for (NodeId m : fused) flops += ir::flops(g, g.node(m), t.bs);
+  }
+  const OpEvent e{n, g, phase == EventPhase::task_loop ? task_index : -1, t.bs, std::chrono::steady_clock::now() - start,
+                  fused, phase, folded, flops};
   if (lane.buffer_events) lane.events.push_back(e);
   else (*obs)(e);
 }

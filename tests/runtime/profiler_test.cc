@@ -7,6 +7,7 @@
 
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
+#include "sylva/frontend/vertex_function.h"
 #include "sylva/runtime/profiler.h"
 
 namespace sylva {
@@ -97,6 +98,39 @@ TEST(Profiler, AggregatesEveryEventOfATrainingStep) {
   prof.reset();
   EXPECT_TRUE(prof.ops().empty());
   EXPECT_EQ(prof.wall_seconds(), 0.0);
+}
+
+// FLOPs come from each op's registry entry: a GEMM x·W over every vertex
+// counts 2·V·d·h however the vertices are batched, tanh one per element.
+TEST(Profiler, CountsFlopsFromTheOpsFacts) {
+  ParameterSet ps(DType::f64, 2);
+  ps.add("E", {10, 4}, Init::uniform(-0.5, 0.5));
+  ps.add("W", {4, 3}, Init::uniform(-0.5, 0.5));
+  ps.add("Wo", {3, 5}, Init::uniform(-0.5, 0.5));
+  VertexFunction f("proj", 3, DType::f64);
+  Symbol h = tanh(matmul(f.pull(4), f.param(ps["W"])));
+  f.push(h);
+  Program p(DType::f64);
+  Symbol hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x")));
+  Symbol logits = matmul(hs, p.param(ps["Wo"]));
+  std::mt19937_64 rng(4);
+  std::vector<InputGraph> g;
+  for (size_t n : {3, 1, 4}) {  // vertices without children: F reads none
+    g.push_back(InputGraph::from_children(std::vector<std::vector<int32_t>>(n)));
+    test::attach_random_ids(rng, g.back(), 10, 5);
+  }
+  const GraphBatch b = GraphBatch::of(g);
+  const int64_t V = b.num_vertices();
+  for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
+    Executor ex(p, ps, {.policy = policy, .fusion = false});
+    Profiler prof;
+    ex.set_observer(prof.observer());
+    ex.forward(b, Mode::eval);
+    EXPECT_EQ(prof.category(OpCategory::gemm).flops, 2 * V * 4 * 3 + 2 * V * 3 * 5);
+    EXPECT_EQ(prof.category(OpCategory::elementwise).flops, V * 3);
+    EXPECT_EQ(prof.category(OpCategory::data_movement).flops, 0);
+    (void)logits;
+  }
 }
 
 }  // namespace

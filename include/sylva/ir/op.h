@@ -148,6 +148,9 @@ class GradContext {
 };
 
 using InferFn = ValueType (*)(const Node& node, std::span<const ValueType> inputs);
+/// Floating-point operations of one call of `node` whose rowed values have
+/// `rows` rows, from its inputs' types.
+using FlopFn = int64_t (*)(const Node& node, std::span<const ValueType> inputs, int64_t rows);
 using GradFn = void (*)(GradContext& ctx);
 
 struct OpDef {
@@ -160,6 +163,15 @@ struct OpDef {
   Zeros zeros = Zeros::never;
   OpCategory category = OpCategory::other;
   Ids ids = Ids::none;
+  /// FLOPs per call: GEMMs 2·m·k·n, elementwise ops one per output element
+  /// (flops_per_element); nullptr for ops counted as 0 (data movement,
+  /// sources, reductions, softmax and losses).
+  FlopFn flops = nullptr;
+  /// Autodiff: the gradient-graph op that answers this boundary op --
+  /// param/pull/gather/gather_reduce -> their *GradOut, push/scatter -> the
+  /// incoming gradients (PushGradIn, ScatterGradIn), apply -> ApplyGrad;
+  /// Count_ for every other op.
+  OpKind dual = OpKind::Count_;
 };
 
 /// The registry: the definition of every OpKind.
@@ -175,6 +187,10 @@ std::vector<OpKind> all_ops();
 OpKind register_op(const OpDef& def);
 /// Whether fused programs may contain `op` (OpFlag::fusible).
 inline bool fusible(OpKind op) { return has(op_def(op).flags, OpFlag::fusible); }
+/// FLOPs of one call of node `n` of `g` over `rows` rows (OpDef::flops; 0 where it is null).
+int64_t flops(const Graph& g, const Node& n, int64_t rows);
+/// An OpDef::flops for elementwise ops: one per output element.
+int64_t flops_per_element(const Node& n, std::span<const ValueType> inputs, int64_t rows);
 /// Whether node `n`'s output is zero at every row, given which of its
 /// inputs are (`zero`, indexed by node id), by its op's Zeros rule.
 bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero);

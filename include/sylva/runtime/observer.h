@@ -30,6 +30,9 @@ struct OpEvent {
   /// A ParamGradOut that ran its matmul folded into it (grad += A·B): that
   /// MatMul node; nullptr otherwise.
   const ir::Node* folded_matmul = nullptr;
+  /// Floating-point operations of the call (ir::flops of the node, of a
+  /// fused group's members, or of the folded matmul).
+  int64_t flops = 0;
 };
 using Observer = std::function<void(const OpEvent&)>;
 

@@ -43,6 +43,7 @@ class Profiler {
     int64_t calls = 0;
     int64_t rows = 0;
     double seconds = 0.0;
+    int64_t flops = 0;  ///< OpEvent::flops summed (GEMMs 2·m·k·n, elementwise one per element)
   };
 
   /// An observer that calls record().

@@ -2,6 +2,7 @@
 #include "sylva/plan/program_plan.h"
 
 #include <numeric>
+#include <sstream>
 
 #include "sylva/passes/autodiff.h"
 #include "sylva/sched/ios_ir.h"
@@ -20,7 +21,30 @@ std::vector<ir::NodeId> run_order(const ir::Graph& g, const PlanOptions& o) {
   return ids;
 }
 
+void order_text(std::ostringstream& os, const ir::Graph& g, const std::vector<ir::NodeId>& order,
+                const std::vector<uint8_t>* folded) {
+  os << "'" << g.name() << "': " << order.size() << " nodes in run order\n";
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Node& n = g.node(order[k]);
+    os << "  " << k << ": %" << n.id << " " << ir::op_name(n.op);
+    if (folded && (*folded)[static_cast<size_t>(n.id)]) os << " folded";
+    os << "\n";
+  }
+}
+
 }  // namespace
+
+std::string ProgramPlan::to_text(const ir::Graph& program) const {
+  std::ostringstream os;
+  order_text(os, program, order, nullptr);
+  return os.str();
+}
+
+std::string ProgramGradPlan::to_text() const {
+  std::ostringstream os;
+  order_text(os, *graph, order, &folded);
+  return os.str();
+}
 
 ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options) {
   return {run_order(program, options)};

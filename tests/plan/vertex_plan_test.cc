@@ -165,6 +165,12 @@ TEST(ProgramPlan, OrdersEveryNodeOnceAndFoldsLookupGradientsIntoSparseRows) {
     int folded = 0;
     for (uint8_t f : bwd.folded) folded += f;
     EXPECT_EQ(folded, 2) << "the lookup gradient and dWo";
+    const std::string text = fwd.to_text(prog.graph()), grad_text = bwd.to_text();
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), static_cast<long>(1 + prog.graph().size())) << text;
+    EXPECT_NE(text.find("softmax_cross_entropy"), std::string::npos);
+    size_t marked = 0;
+    for (size_t at = grad_text.find(" folded"); at != std::string::npos; at = grad_text.find(" folded", at + 1)) ++marked;
+    EXPECT_EQ(marked, 2u) << grad_text;
   }
 }
 

@@ -23,6 +23,8 @@ namespace sylva::plan {
 /// Symbols), else as written.
 struct ProgramPlan {
   std::vector<ir::NodeId> order;
+  /// One line per node of `program`, in run order: position, id, op.
+  std::string to_text(const ir::Graph& program) const;
 };
 ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options);
 
@@ -35,6 +37,8 @@ struct ProgramGradPlan {
   std::vector<uint8_t> folded;
   /// Parameters whose whole gradient is one lookup's: updated row by row.
   std::set<std::string> sparse_params;
+  /// One line per node of the gradient graph, in run order (folded ones marked).
+  std::string to_text() const;
 };
 ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss, const PlanOptions& options);
 

@@ -33,11 +33,12 @@ ValueType infer_matmul(const Node& n, T in) {
 }
 
 // 2·m·k·n, a rowed operand's rows being `rows`.
-int64_t flops_matmul(const Node& n, T in, int64_t rows) {
+int64_t flops_matmul(const Node& n, const Graph& g, int64_t rows) {
   const auto r = [&](const ValueType& v) { return v.rowed ? rows : v.fixed_rows(); };
-  const int64_t m = n.attrs.trans_a ? in[0].cols() : r(in[0]);
-  const int64_t k = n.attrs.trans_a ? r(in[0]) : in[0].cols();
-  const int64_t cols = n.attrs.trans_b ? r(in[1]) : in[1].cols();
+  const ValueType &a = g.node(n.inputs[0]).type, &b = g.node(n.inputs[1]).type;
+  const int64_t m = n.attrs.trans_a ? a.cols() : r(a);
+  const int64_t k = n.attrs.trans_a ? r(a) : a.cols();
+  const int64_t cols = n.attrs.trans_b ? r(b) : b.cols();
   return 2 * m * k * cols;
 }
 

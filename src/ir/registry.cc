@@ -76,14 +76,10 @@ bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero) {
 
 int64_t flops(const Graph& g, const Node& n, int64_t rows) {
   const FlopFn f = op_def(n.op).flops;
-  if (f == nullptr) return 0;
-  std::vector<ValueType> in;
-  in.reserve(n.inputs.size());
-  for (NodeId id : n.inputs) in.push_back(g.node(id).type);
-  return f(n, in, rows);
+  return f == nullptr ? 0 : f(n, g, rows);
 }
 
-int64_t flops_per_element(const Node& n, std::span<const ValueType>, int64_t rows) {
+int64_t flops_per_element(const Node& n, const Graph&, int64_t rows) {
   return (n.type.rowed ? rows : n.type.fixed_rows()) * n.type.cols();
 }
 

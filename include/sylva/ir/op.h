@@ -148,9 +148,9 @@ class GradContext {
 };
 
 using InferFn = ValueType (*)(const Node& node, std::span<const ValueType> inputs);
-/// Floating-point operations of one call of `node` whose rowed values have
-/// `rows` rows, from its inputs' types.
-using FlopFn = int64_t (*)(const Node& node, std::span<const ValueType> inputs, int64_t rows);
+/// Floating-point operations of one call of `node` (of `graph`, where its
+/// inputs' types are) whose rowed values have `rows` rows.
+using FlopFn = int64_t (*)(const Node& node, const Graph& graph, int64_t rows);
 using GradFn = void (*)(GradContext& ctx);
 
 struct OpDef {
@@ -190,7 +190,7 @@ inline bool fusible(OpKind op) { return has(op_def(op).flags, OpFlag::fusible); 
 /// FLOPs of one call of node `n` of `g` over `rows` rows (OpDef::flops; 0 where it is null).
 int64_t flops(const Graph& g, const Node& n, int64_t rows);
 /// An OpDef::flops for elementwise ops: one per output element.
-int64_t flops_per_element(const Node& n, std::span<const ValueType> inputs, int64_t rows);
+int64_t flops_per_element(const Node& n, const Graph& g, int64_t rows);
 /// Whether node `n`'s output is zero at every row, given which of its
 /// inputs are (`zero`, indexed by node id), by its op's Zeros rule.
 bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero);

@@ -49,7 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", profile, "Print where the time of the timed steps goes");
+  bool all_rows = false;
+  app.add_flag("--classify-all-rows", all_rows,
+               "Run the classifier on every vertex, not only the labelled roots (the ablation of select_rows)");
   CLI11_PARSE(app, argc, argv);
+  cfg.select_labelled = !all_rows;
   try {
     SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",
                 leaves);

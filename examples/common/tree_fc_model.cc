@@ -26,8 +26,14 @@ TreeFcModel::TreeFcModel(ParameterSet& ps, const TreeFcConfig& c)
     : cfg(c), cell(tree_fc_cell(ps, c)), program(c.dtype) {
   Symbol x = lookup(program.param(ps["E"]), program.input_ids("words"));
   hidden = program.apply(cell, x);
-  logits = matmul(hidden, program.param(ps["Ws"])) + program.param(ps["bs"]);
-  loss = softmax_cross_entropy(logits, program.input_ids("labels"));
+  labels = program.input_ids("labels");
+  Symbol rows = hidden;
+  if (c.select_labelled) {
+    rows = select_rows(hidden, labels);
+    labels = select_rows(labels, labels);
+  }
+  logits = matmul(rows, program.param(ps["Ws"])) + program.param(ps["bs"]);
+  loss = softmax_cross_entropy(logits, labels);
 }
 
 int32_t tree_fc_label(std::span<const int32_t> leaf_words, int64_t classes) {

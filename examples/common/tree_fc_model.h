@@ -19,6 +19,9 @@ struct TreeFcConfig {
   int64_t classes = 10;
   DType dtype = DType::f32;
   double init = 0.1;  // E ~ U(-init, init); W and Ws are Glorot, biases zero
+  /// The classifier runs on the labelled rows alone (select_rows); false
+  /// runs it on every vertex, as before row selection (for ablations).
+  bool select_labelled = true;
 };
 
 /// Adds E [vocab, h], W [2h, h], b [h], Ws [h, classes], bs [classes] to `ps`.
@@ -31,8 +34,10 @@ VertexFunction tree_fc_cell(ParameterSet& ps, const TreeFcConfig& cfg);
 
 /// The whole model over a batch with per-vertex ids "words" (-1 on internal
 /// vertices) and "labels" (-1 everywhere but the root): x = lookup(E, words),
-/// hidden = apply(F, x), logits = hidden·Ws + bs, loss = the softmax
-/// cross-entropy summed over labelled vertices (one per tree).
+/// hidden = apply(F, x), logits = select_rows(hidden, labels)·Ws + bs (one
+/// row per labelled vertex, i.e. per root, in tree order), loss = the
+/// softmax cross-entropy summed over them. With cfg.select_labelled false,
+/// logits has a row per vertex and the loss skips unlabelled ones.
 ///
 /// @code
 /// TreeFcConfig cfg{.hidden = 64};
@@ -50,7 +55,8 @@ struct TreeFcModel {
   VertexFunction cell;
   Program program;
   Symbol hidden;  // [V, h]
-  Symbol logits;  // [V, classes]
+  Symbol logits;  // [roots, classes] ([V, classes] without select_labelled)
+  Symbol labels;  // the labels of logits' rows
   Symbol loss;    // sum over the roots
 };
 

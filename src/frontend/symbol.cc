@@ -112,6 +112,7 @@ Symbol softmax_cross_entropy(Symbol logits, Symbol labels, ir::Reduction r) {
 }
 
 Symbol lookup(Symbol table, Symbol ids) { return binary(OpKind::Lookup, table, ids); }
+Symbol select_rows(Symbol x, Symbol ids) { return binary(OpKind::SelectRows, x, ids); }
 
 Symbol dropout(Symbol x, double p) {
   SYLVA_CHECK(p >= 0.0 && p < 1.0, "[dropout] probability must be in [0, 1), got ", p);

@@ -9,12 +9,12 @@ bool allowed_in(OpKind op, GraphKind kind) {
   switch (op) {
     case OpKind::Pull: case OpKind::Gather: case OpKind::GatherReduce: case OpKind::Scatter: case OpKind::Push:
       return kind == GraphKind::vertex_function;
-    case OpKind::Apply: case OpKind::InputIds:
+    case OpKind::Apply: case OpKind::InputIds: case OpKind::SelectRows:
       return kind == GraphKind::program || kind == GraphKind::program_gradient;
     case OpKind::PushGradIn: case OpKind::ScatterGradIn: case OpKind::GatherGradOut:
     case OpKind::GatherReduceGradOut: case OpKind::PullGradOut:
       return kind == GraphKind::vertex_gradient;
-    case OpKind::Seed: case OpKind::ApplyGrad:
+    case OpKind::Seed: case OpKind::ApplyGrad: case OpKind::ScatterRows:
       return kind == GraphKind::program_gradient;
     case OpKind::ForwardValue: case OpKind::ParamGradOut:
       return kind == GraphKind::vertex_gradient || kind == GraphKind::program_gradient;

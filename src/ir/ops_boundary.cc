@@ -1,5 +1,6 @@
 // Sources and boundary ops: parameters, ids, the vertex-function interface
-// (pull / gather / scatter / push), apply, and the gradient-graph boundary.
+// (pull / gather / scatter / push), apply, row selection, and the
+// gradient-graph boundary.
 // Their data movement is done by the runtime, not by backend kernels.
 #include "op_defs.h"
 
@@ -62,6 +63,30 @@ ValueType infer_grad_out(const Node& n, T in) {
   return in[0];
 }
 
+// SelectRows(x, ids): the rows of x whose id is >= 0. The result is rowed
+// with its own row count (the batch's labelled rows, say), so only ops over
+// those rows may combine with it; the executor checks this at run time.
+ValueType infer_select_rows(const Node& n, T in) {
+  const ValueType &x = in[0], &ids = in[1];
+  SYLVA_CHECK(x.rowed, "[select_rows] input must be per-vertex (rowed), got ", x.str());
+  SYLVA_CHECK(ids.rowed && ids.dtype == DType::i32 && ids.cols() == 1,
+              "[select_rows] ids must be per-vertex int32 with one column (input_ids), got ", ids.str());
+  (void)n;
+  return x;
+}
+
+void grad_select_rows(GradContext& c) {
+  if (c.needs_grad(0)) c.add_grad(0, c.emit(OpKind::ScatterRows, {c.dy(), c.input(1)}));
+}
+
+// ScatterRows(dy, ids): a value with ids' rows, dy's rows at the rows whose
+// id is >= 0 (in order), zero elsewhere.
+ValueType infer_scatter_rows(const Node& n, T in) {
+  require_float(n, in[0], "gradient");
+  SYLVA_CHECK(in[0].rowed && in[1].rowed && in[1].dtype == DType::i32, "[scatter_rows] needs rowed dy and ids");
+  return in[0];
+}
+
 }  // namespace
 
 void define_boundary_ops(Table& t) {
@@ -76,6 +101,7 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::Scatter) = {"scatter", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::ScatterGradIn};
   entry(t, OpKind::Push) = {"push", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::PushGradIn};
   entry(t, OpKind::Apply) = {"apply", bnd | OpFlag::container, 0, 1, infer_apply, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::ApplyGrad};
+  entry(t, OpKind::SelectRows) = {"select_rows", bnd, 2, 2, infer_select_rows, grad_select_rows, Zeros::input0, OpCategory::data_movement};
   entry(t, OpKind::ForwardValue) = {"forward_value", src | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::forward_value};
   entry(t, OpKind::Seed) = {"seed", src | OpFlag::internal, 0, 0, infer_declared, nullptr};
   entry(t, OpKind::PushGradIn) = {"push_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
@@ -85,6 +111,7 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::PullGradOut) = {"pull_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::ParamGradOut) = {"param_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::param_grad};
   entry(t, OpKind::ApplyGrad) = {"apply_grad", bnd | OpFlag::internal | OpFlag::side_effect | OpFlag::container, 1, 1, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::ScatterRows) = {"scatter_rows", bnd | OpFlag::internal, 2, 2, infer_scatter_rows, nullptr, Zeros::input0, OpCategory::data_movement};
 }
 
 }  // namespace sylva::ir::detail

@@ -38,6 +38,8 @@ struct Executor::Impl {
     size_t first = values.size();
     for (size_t id = first; id < g.size(); ++id) values.emplace_back(backend.memory());
     runners.resize(g.size());
+    selections.resize(g.size());
+    ids_on_host.resize(g.size());
     for (size_t id = first; id < g.size(); ++id) {
       const Node& n = g.node(static_cast<NodeId>(id));
       if (n.op == OpKind::Param) {
@@ -47,6 +49,10 @@ struct Executor::Impl {
       } else if (n.op == OpKind::Apply) {
         runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
                                                        detail::RunnerOptions{options.skip_zero_work, streaming()});
+      } else if (n.op == OpKind::SelectRows) {
+        const Node& ids = g.node(n.inputs[1]);
+        SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",
+                    ids.id, " (", ir::op_name(ids.op), ")");
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
@@ -71,19 +77,61 @@ struct Executor::Impl {
     return gemm_threads < usable_cpu_cores();
   }
 
-  // Rows of a rowed static value: the batch's vertex count.
-  int64_t rows_of(const ir::ValueType& t) const { return t.rowed ? batch_rows : t.shape.rows(); }
+  // Rows of the rowed inputs of `n` (they agree: check_rows), the batch's
+  // vertex count when it has none.
+  int64_t operand_rows(const ir::Graph& g, const Node& n, const std::vector<ValueBuffer>& buffers) const {
+    for (NodeId in : n.inputs)
+      if (g.node(in).type.rowed) return buffers[in].view.rows;
+    return batch_rows;
+  }
 
-  MatView& out_value(std::vector<ValueBuffer>& buffers, const Node& n) {
-    return buffers[n.id].shape(rows_of(n.type), n.type.cols(), n.type.dtype);
+  // Rows of the value of `n`: a fixed value's from its shape; a rowed one
+  // has one row per vertex, except a row selection (its selected rows) and
+  // what is computed from one (its operands' rows).
+  int64_t rows_of(const ir::Graph& g, const Node& n, const std::vector<ValueBuffer>& buffers) const {
+    if (!n.type.rowed) return n.type.shape.rows();
+    switch (n.op) {
+      case OpKind::SelectRows: return static_cast<int64_t>(selections[n.inputs[1]].rows.size());
+      case OpKind::ScatterRows: return buffers[n.inputs[1]].view.rows;  // the ids': one per vertex
+      case OpKind::Apply: case OpKind::ApplyGrad: case OpKind::InputIds: return batch_rows;
+      default: return operand_rows(g, n, buffers);
+    }
+  }
+
+  MatView& out_value(std::vector<ValueBuffer>& buffers, const ir::Graph& g, const Node& n) {
+    return buffers[n.id].shape(rows_of(g, n, buffers), n.type.cols(), n.type.dtype);
   }
 
   // The host copy of an int32 value of the program (ids come only from
-  // input_ids), kept by forward() for checks and sparse gradients.
+  // input_ids and their row selections), kept by forward() for checks and
+  // sparse gradients.
   std::span<const int32_t> host_ids(NodeId id) const {
     const Node& n = program.graph().node(id);
-    SYLVA_ASSERT(n.op == OpKind::InputIds, "int32 value of op ", ir::op_name(n.op));
+    SYLVA_ASSERT(n.op == OpKind::InputIds || n.op == OpKind::SelectRows, "int32 value of op ", ir::op_name(n.op));
     return ids_on_host[static_cast<size_t>(id)];
+  }
+
+  // select_rows(x, ids): the vertices whose id is >= 0 and, for every
+  // vertex, its row among them (-1 if not selected), for the gradient.
+  void select_rows(const Node& n) {
+    Selection& s = selections[n.inputs[1]];
+    std::span<const int32_t> id = host_ids(n.inputs[1]);
+    s.rows.clear();
+    s.position.assign(id.size(), -1);
+    for (size_t v = 0; v < id.size(); ++v)
+      if (id[v] >= 0) {
+        s.position[v] = static_cast<int32_t>(s.rows.size());
+        s.rows.push_back(static_cast<int32_t>(v));
+      }
+    const MatView& x = values[n.inputs[0]].view;
+    SYLVA_CHECK(x.rows == batch_rows, "[select_rows] input %", n.inputs[0], " has ", x.rows,
+                " rows, expected one per vertex (", batch_rows, "); rows already selected cannot be selected again");
+    MatView& out = out_value(values, program.graph(), n);
+    if (!s.rows.empty()) backend.copy_rows(x, s.rows, out, {});
+    if (n.type.dtype != DType::i32) return;
+    std::span<const int32_t> from = host_ids(n.inputs[0]);
+    ids_on_host[n.id].clear();
+    for (int32_t v : s.rows) ids_on_host[n.id].push_back(from[static_cast<size_t>(v)]);
   }
 
   // When apply `n` pulls a lookup's rows: the ids (vertex order), whose -1
@@ -95,11 +143,12 @@ struct Executor::Impl {
     return host_ids(pull.inputs[1]);
   }
 
-  void observe(const Node& n, const ir::Graph& g, std::chrono::steady_clock::time_point start, int64_t rows,
-               const Node* folded_matmul = nullptr) {
-    if (observer)  // rowed operands have the batch's rows
-      observer({n, g, -1, rows, std::chrono::steady_clock::now() - start, {}, EventPhase::program, folded_matmul,
-                ir::flops(g, folded_matmul ? *folded_matmul : n, batch_rows)});
+  void observe(const Node& n, const ir::Graph& g, const std::vector<ValueBuffer>& buffers,
+               std::chrono::steady_clock::time_point start, const Node* folded_matmul = nullptr) {
+    if (!observer) return;
+    const Node& op = folded_matmul ? *folded_matmul : n;
+    observer({n, g, -1, rows_of(g, n, buffers), std::chrono::steady_clock::now() - start, {}, EventPhase::program,
+              folded_matmul, ir::flops(g, op, operand_rows(g, op, buffers))});
   }
 
   void forward(const GraphBatch& b, Mode mode) {
@@ -120,8 +169,7 @@ struct Executor::Impl {
         case OpKind::Param: values[n.id].view = store.value(n.attrs.name); break;
         case OpKind::InputIds: {
           const std::vector<int32_t>& ids = b.ids(n.attrs.name);
-          backend.upload(out_value(values, n).data, ids.data(), ids.size() * sizeof(int32_t));
-          ids_on_host.resize(g.size());
+          backend.upload(out_value(values, g, n).data, ids.data(), ids.size() * sizeof(int32_t));
           ids_on_host[n.id].assign(ids.begin(), ids.end());
           break;
         }
@@ -131,27 +179,37 @@ struct Executor::Impl {
           r.prepare(b, schedule, lookup_ids_of_pull(n));
           preprocess += std::chrono::steady_clock::now() - t1;
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
-          r.forward(pull, out_value(values, n), ctx, observer ? &observer : nullptr);
+          SYLVA_CHECK(n.inputs.empty() || pull.rows == batch_rows, "[apply] pull input %", n.inputs[0], " has ",
+                      pull.rows, " rows, expected one per vertex (", batch_rows, ")");
+          r.forward(pull, out_value(values, g, n), ctx, observer ? &observer : nullptr);
           break;
         }
+        case OpKind::SelectRows: select_rows(n); break;
         default: {
           std::vector<MatView>& ins = scratch;
           ins.clear();
           for (NodeId in : n.inputs) ins.push_back(values[in].view);
           check_rows(n, ins);
           check_ids(n, ins);
-          backend.run({n, ins, out_value(values, n), ctx});
+          backend.run({n, ins, out_value(values, g, n), ctx});
         }
       }
-      observe(n, g, start, rows_of(n.type));
+      observe(n, g, values, start);
     }
     forwarded = true;
   }
 
+  // The rowed inputs of an op have one row count: a vertex's, or a row
+  // selection's (select_rows), never both.
   void check_rows(const Node& n, const std::vector<MatView>& ins) const {
-    for (size_t k = 0; k < ins.size(); ++k)
-      SYLVA_CHECK(!program.graph().node(n.inputs[k]).type.rowed || ins[k].rows == batch_rows, "[",
-                  ir::op_name(n.op), "] input ", k, " has ", ins[k].rows, " rows, expected ", batch_rows);
+    const MatView* first = nullptr;
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (!program.graph().node(n.inputs[k]).type.rowed) continue;
+      if (!first) first = &ins[k];
+      SYLVA_CHECK(ins[k].rows == first->rows, "[", ir::op_name(n.op), "] input ", k, " has ", ins[k].rows,
+                  " rows but an earlier input has ", first->rows,
+                  " (a select_rows result mixes only with values of the same selection)");
+    }
   }
 
   // Ids that come straight from the batch are checked here, where the
@@ -159,13 +217,21 @@ struct Executor::Impl {
   void check_ids(const Node& n, const std::vector<MatView>& ins) const {
     const ir::Ids bound = ir::op_def(n.op).ids;
     if (bound == ir::Ids::none) return;
-    const Node& ids = program.graph().node(n.inputs[1]);
-    if (ids.op != OpKind::InputIds) return;
+    const ir::Graph& g = program.graph();
+    const Node* ids = &g.node(n.inputs[1]);
+    const std::vector<int32_t>* vertex_of = nullptr;  // a selection's row -> vertex
+    if (ids->op == OpKind::SelectRows) {
+      vertex_of = &selections[ids->inputs[1]].rows;
+      ids = &g.node(ids->inputs[0]);
+    }
+    if (ids->op != OpKind::InputIds) return;
     const int64_t limit = bound == ir::Ids::rows_of_input0 ? ins[0].rows : ins[0].cols;
-    const int32_t* id = host_ids(ids.id).data();
-    for (int64_t v = 0; v < ins[1].rows; ++v)
-      SYLVA_CHECK(id[v] >= -1 && id[v] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(static_cast<int32_t>(v)),
-                  " has ", ids.attrs.name, " id ", id[v], " out of range [0, ", limit, ") (-1 means none)");
+    const int32_t* id = host_ids(n.inputs[1]).data();
+    for (int64_t r = 0; r < ins[1].rows; ++r) {
+      const int32_t v = vertex_of ? (*vertex_of)[static_cast<size_t>(r)] : static_cast<int32_t>(r);
+      SYLVA_CHECK(id[r] >= -1 && id[r] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(v), " has ",
+                  ids->attrs.name, " id ", id[r], " out of range [0, ", limit, ") (-1 means none)");
+    }
   }
 
   const plan::ProgramGradPlan& grad_plan(NodeId loss) {
@@ -207,7 +273,7 @@ struct Executor::Impl {
       switch (n.op) {
         case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
         case OpKind::Seed: {
-          MatView& s = out_value(gv, n);
+          MatView& s = out_value(gv, g, n);
           dispatch_floating(s.dtype, [&](auto tag) {
             const auto v = static_cast<decltype(tag)>(seed);
             backend.upload(s.data, &v, sizeof v);
@@ -224,23 +290,29 @@ struct Executor::Impl {
             scratch.clear();
             for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
             backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{}, true});
-            observe(n, g, start, rows_of(n.type), &mm);
+            observe(n, g, gv, start, &mm);
             continue;
           }
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
-          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, n);
+          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, g, n);
           r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr);
+          break;
+        }
+        case OpKind::ScatterRows: {  // dy's rows back at the selected vertices, zeros elsewhere
+          const Selection& s = selections[g.node(n.inputs[1]).attrs.ref];
+          MatView& out = out_value(gv, g, n);
+          if (out.rows > 0) backend.copy_rows(gv[n.inputs[0]].view, s.position, out, {});
           break;
         }
         default: {
           scratch.clear();
           for (NodeId in : n.inputs) scratch.push_back(gv[in].view);
-          backend.run({n, scratch, out_value(gv, n), ExecContext{}});
+          backend.run({n, scratch, out_value(gv, g, n), ExecContext{}});
         }
       }
-      observe(n, g, start, rows_of(n.type));
+      observe(n, g, gv, start);
     }
     for (auto& [name, rows] : sparse) {
       std::sort(rows.begin(), rows.end());
@@ -255,7 +327,12 @@ struct Executor::Impl {
   ParamStore store;
   std::vector<ValueBuffer> values;
   std::vector<ValueBuffer> grad_values;
-  std::vector<std::vector<int32_t>> ids_on_host;  // per input_ids node: its ids (host_ids)
+  std::vector<std::vector<int32_t>> ids_on_host;  // per int32 node: its ids (host_ids)
+  struct Selection {
+    std::vector<int32_t> rows;      // the selected vertices, in order
+    std::vector<int32_t> position;  // per vertex: its row in `rows`, -1 if not selected
+  };
+  std::vector<Selection> selections;  // per input_ids node that select_rows reads
   plan::PlanCache plans;  // one per vertex function
   std::vector<std::unique_ptr<VertexRunner>> runners;
   plan::ProgramPlan program_plan;

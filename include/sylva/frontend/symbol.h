@@ -69,6 +69,19 @@ Symbol log_softmax(Symbol x);
 Symbol softmax_cross_entropy(Symbol logits, Symbol labels, ir::Reduction r = ir::Reduction::sum);
 /// Rows of `table` ([n, d]) at int32 `ids`; id -1 gives a zero row.
 Symbol lookup(Symbol table, Symbol ids);
+/// Program level: the rows of per-vertex `x` whose `ids` (a program's
+/// input_ids) are >= 0, in vertex order -- so ops that only matter where a
+/// vertex is labelled run on those rows alone:
+///
+/// @code
+/// Symbol labels = program.input_ids("labels");  // -1 but at the roots
+/// Symbol roots = select_rows(hidden, labels);   // one row per root
+/// Symbol loss = softmax_cross_entropy(matmul(roots, Ws), select_rows(labels, labels));
+/// @endcode
+///
+/// The result has its own row count: combining it with a value that has one
+/// row per vertex is a sylva::Error when the program runs.
+Symbol select_rows(Symbol x, Symbol ids);
 /// Inverted dropout with drop probability p in training, identity in
 /// evaluation. The mask depends on (seed, step, vertex, column), not on
 /// the batching policy, so every policy computes the same values.

@@ -31,6 +31,7 @@ enum class OpKind : uint8_t {
   Push,          // marks this vertex's output row
   // Program level.
   Apply,  // runs `body` over every vertex of the batch; input: pull source
+  SelectRows,  // the rows of input 0 whose input_ids (input 1) are >= 0, in vertex order
   // Math (user-visible).
   MatMul, Add, Sub, Mul, Tanh, Sigmoid, Relu, Exp, Log, Scale,
   Concat, Slice, Sum, SumRows, Mean, Softmax, LogSoftmax,
@@ -48,6 +49,7 @@ enum class OpKind : uint8_t {
   PullGradOut,    // this vertex's d(pull input), returned to the caller
   ParamGradOut,   // accumulates into the gradient of parameter `name`
   ApplyGrad,      // runs ∂(body) over the batch: input d(pushed), output d(pull)
+  ScatterRows,    // select_rows' gradient: dy's rows back at the selected rows of ids (input 1), zeros elsewhere
   Count_
 };
 /// Op kinds at most, built in (below Count_) and registered (register_op).

@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", profile, "Print where the time of the timed steps goes");
-  bool all_rows = false;
+  bool all_rows = false, check_numerics = false;
+  app.add_flag("--check-numerics", check_numerics,
+               "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   app.add_flag("--classify-all-rows", all_rows,
                "Run the classifier on every vertex, not only the labelled roots (the ablation of select_rows)");
   CLI11_PARSE(app, argc, argv);
@@ -72,7 +74,8 @@ int main(int argc, char** argv) {
     add_tree_fc_params(ps, cfg);
     TreeFcModel model(ps, cfg);
     Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
-                    {.executor = {.policy = pol, .device = Device::parse(device), .seed = seed, .threads = threads}});
+                    {.executor = {.policy = pol, .device = Device::parse(device), .seed = seed, .threads = threads,
+                                  .check_numerics = check_numerics}});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "

@@ -44,6 +44,8 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
   app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
+  app.add_flag("--check-numerics", o.check_numerics,
+               "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   CLI11_PARSE(app, argc, argv);
   try {
     o.policy = parse_policy(policy);

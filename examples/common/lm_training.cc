@@ -48,7 +48,7 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
                   {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
-                                .threads = o.threads},
+                                .threads = o.threads, .check_numerics = o.check_numerics},
                    .clip_norm = o.clip, .sync_parameters = false});  // synced before each checkpoint
   if (log) {
     const LstmLmConfig& m = o.model;

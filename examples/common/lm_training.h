@@ -36,6 +36,7 @@ struct LmTrainOptions {
   std::string checkpoint;  // written (atomically) after every epoch if set
   double progress_seconds = 10.0;
   bool profile = false;  // print where the training time went after every epoch (sylva::Profiler)
+  bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
   std::string name = "lm";  // prefixes log lines
 };
 

@@ -42,7 +42,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
                   {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
-                                .threads = o.threads},
+                                .threads = o.threads, .check_numerics = o.check_numerics},
                    .clip_norm = o.clip, .weight_decay = o.l2,
                    .sync_parameters = false});  // synced before each checkpoint
   if (log)

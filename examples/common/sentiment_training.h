@@ -28,6 +28,7 @@ struct SentimentTrainOptions {
   std::string checkpoint;        // written at every new best dev epoch if set
   double progress_seconds = 5.0;
   bool profile = false;  // print where the training time went after every epoch
+  bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
 };
 
 struct SentimentTrainResult {

@@ -10,6 +10,7 @@
 #include "sylva/core/denormals.h"
 #include "sylva/core/error.h"
 #include "sylva/plan/program_plan.h"
+#include "numerics.h"
 #include "vertex_runner.h"
 
 namespace sylva {
@@ -48,7 +49,8 @@ struct Executor::Impl {
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
         runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
-                                                       detail::RunnerOptions{options.skip_zero_work, streaming()});
+                                                       detail::RunnerOptions{options.skip_zero_work, streaming(),
+                                                                             options.check_numerics});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",
@@ -192,6 +194,7 @@ struct Executor::Impl {
           check_rows(n, ins);
           check_ids(n, ins);
           backend.run({n, ins, out_value(values, g, n), ctx});
+          if (options.check_numerics) check_numerics(n, values, "forward");
         }
       }
       observe(n, g, values, start);
@@ -232,6 +235,16 @@ struct Executor::Impl {
       SYLVA_CHECK(id[r] >= -1 && id[r] < limit, "[", ir::op_name(n.op), "] ", batch->describe_vertex(v), " has ",
                   ids->attrs.name, " id ", id[r], " out of range [0, ", limit, ") (-1 means none)");
     }
+  }
+
+  // check_numerics at the program level: rows with one per vertex name it.
+  void check_numerics(const Node& n, const std::vector<ValueBuffer>& buffers, const char* pass) {
+    const MatView& v = buffers[n.id].view;
+    const bool per_vertex = n.type.rowed && v.rows == batch_rows;
+    detail::check_finite(backend, v, n, {pass, "the program", step},
+                         per_vertex ? std::function<std::string(int64_t)>([&](int64_t r) {
+                           return batch->describe_vertex(static_cast<int32_t>(r));
+                         }) : nullptr, host_scratch);
   }
 
   const plan::ProgramGradPlan& grad_plan(NodeId loss) {
@@ -310,6 +323,7 @@ struct Executor::Impl {
           scratch.clear();
           for (NodeId in : n.inputs) scratch.push_back(gv[in].view);
           backend.run({n, scratch, out_value(gv, g, n), ExecContext{}});
+          if (options.check_numerics) check_numerics(n, gv, "backward");
         }
       }
       observe(n, g, gv, start);
@@ -339,6 +353,7 @@ struct Executor::Impl {
   std::unordered_map<NodeId, plan::ProgramGradPlan> grads;
   RowSparsity sparse;
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
+  std::vector<char> host_scratch;  // check_numerics: a device value on the host
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
   Schedule schedule;

@@ -103,6 +103,7 @@ void VertexRunner::report_side_events(const Observer* obs) {
 
 void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
   pull_ = pull;
+  step_ = ctx.step;
   const auto& tasks = schedule_->tasks;
   const size_t T = tasks.size();
   const bool skip = options_.skip_zero_work;

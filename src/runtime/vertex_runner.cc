@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "numerics.h"
 #include "sylva/core/error.h"
 #include "sylva/core/log.h"
 
@@ -230,7 +231,19 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
                                v.plan->graph->name() + "'; running its ops one by one");
     return;
   }
+  if (options_.check_numerics)
+    for (size_t k = 0; k < f.outputs.size(); ++k)
+      check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
   report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
+}
+
+void VertexRunner::check_numerics(const Values& v, const Node& n, const Task& t, const MatView& out, Lane& lane) {
+  const bool rows_are_vertices = v.plan->home[static_cast<size_t>(n.id)] == Home::arena;
+  const NumericsSite site{v.backward ? "backward" : "forward", "vertex function '" + plan_->forward.graph->name() + "'",
+                          step_};
+  check_finite(backend_, out, n, site, rows_are_vertices ? std::function<std::string(int64_t)>([&](int64_t r) {
+    return batch_->describe_vertex(schedule_->vertex_of_row[static_cast<size_t>(t.offset + r)]);
+  }) : nullptr, lane.host);
 }
 
 void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
@@ -282,6 +295,7 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
     ExecContext c = ctx;
     c.row_vertex = schedule_->vertex_of_row.data() + t.offset;
     backend_.run({n, lane.in, out, c});
+    if (options_.check_numerics) check_numerics(v, n, t, out, lane);
   }
   report(v, n, t, task_index, obs, lane, start, {}, folded);
 }

@@ -37,6 +37,7 @@ std::vector<ValueBuffer> make_value_buffers(size_t n, Memory& memory);
 struct RunnerOptions {
   bool skip_zero_work = true;
   bool streaming = false;
+  bool check_numerics = false;
 };
 
 class VertexRunner {
@@ -74,6 +75,7 @@ class VertexRunner {
     std::vector<TaskState> state;  // [node of the phase][task]
     bool buffer_events = false;
     std::vector<OpEvent> events;
+    std::vector<char> host;  // check_numerics: a device value copied to the host
   };
   // The values of F or ∂F, laid out as its plan says.
   struct Values {
@@ -101,6 +103,8 @@ class VertexRunner {
               std::chrono::steady_clock::time_point start, std::span<const ir::NodeId> fused = {},
               const ir::Node* folded = nullptr);
   void skip_unneeded(const ir::Node& n, const Task& t);
+  // check_numerics: throws if `out` (n's value for the rows of t) holds a NaN or an infinity.
+  void check_numerics(const Values& v, const ir::Node& n, const Task& t, const MatView& out, Lane& lane);
   // In the task loop: one unit of the plan's order.
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
@@ -134,6 +138,7 @@ class VertexRunner {
   std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
   MatView pull_, d_pushed_, d_pull_;
+  uint64_t step_ = 0;  // of the last forward (ExecContext::step), for messages
 
   // Skipping zero work (zero_work.h).
   std::atomic<int64_t> skipped_ = 0;

@@ -77,6 +77,12 @@ struct ExecutorOptions {
   /// nodes are the user's Symbols). Read when the executor is built.
   bool ios = true;
   ios::Options ios_options{.variant = ios::Variant::both, .r = 3, .s = 8};
+  /// Stop at the first NaN or infinity an op computes, in F, ∂F or the
+  /// program, forward or backward: a sylva::Error names the pass, the
+  /// graph, the node and its op, the step and the vertex and sample of the
+  /// first bad row (instead of a NaN loss later). Costs a scan of every
+  /// op's output (and, on a device, a copy of it to the host); off, nothing.
+  bool check_numerics = false;
 };
 
 /// Compiles a Program once (each vertex function's plan, F and ∂F, when its

@@ -58,5 +58,5 @@ list(LENGTH rows n)
 if(NOT n EQUAL 9)
   message(FATAL_ERROR "table.csv has ${n} lines, wanted a header and 2 layers x 4 methods")
 endif()
-run(1 "no such file: .*missing.yaml" evaluate ${common} --problem "${WORK_DIR}/net/a.yaml" --mapping
+run(1 "--mapping: File does not exist: .*missing.yaml" evaluate ${common} --problem "${WORK_DIR}/net/a.yaml" --mapping
     "${WORK_DIR}/missing.yaml")

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "command_line.h"
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
@@ -114,50 +115,58 @@ int main(int argc, char** argv) {
   double seconds = 0, hybrid_seconds = 2;
   uint64_t seed = 1;
   const auto common = [&](CLI::App* c) {
-    c->add_option("--arch", arch, "architecture YAML (Timeloop v1)")->required();
-    c->add_option("--mapspace", mapspace, "keep/bypass constraints (default: every level keeps every tensor)");
+    c->add_option("--arch", arch, "architecture YAML (Timeloop v1)")->required()->check(CLI::ExistingFile);
+    c->add_option("--mapspace", mapspace, "keep/bypass constraints (default: every level keeps every tensor)")
+        ->check(CLI::ExistingFile);
   };
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
-  sched->add_option("--problem", problem, "layer YAML")->required();
+  sched->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
   sched->add_option("--weights,--objective", weights,
                     "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
-  sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")->capture_default_str();
-  sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)");
+  sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")
+      ->check(cli::kNonNegative)->capture_default_str();
+  sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)")->check(cli::kWritablePath);
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
   common(eval);
-  eval->add_option("--problem", problem, "layer YAML")->required();
-  eval->add_option("--mapping", mapping, "mapping YAML")->required();
+  eval->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
+  eval->add_option("--mapping", mapping, "mapping YAML")->required()->check(CLI::ExistingFile);
   CLI::App* search = app.add_subcommand("search", "random or hybrid (Timeloop-like) search on the same model");
   common(search);
-  search->add_option("--problem", problem, "layer YAML")->required();
+  search->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
   search->add_option("--algo", algo, "random | hybrid")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "hybrid"}));
   search->add_option("--valid", valid, "random: stop after this many valid mappings (the paper's random-5: 5)")
-      ->capture_default_str();
+      ->check(cli::kPositive)->capture_default_str();
   search->add_option("--seconds", seconds, "stop at this time budget (0: none; random: instead of --valid)")
+      ->check(cli::kNonNegative)->capture_default_str();
+  search->add_option("--threads", threads, "hybrid: threads (0: all cores)")->check(CLI::Range(0, 1024))
       ->capture_default_str();
-  search->add_option("--threads", threads, "hybrid: threads (0: all cores)")->capture_default_str();
   search->add_option("--victory", victory, "hybrid: a thread stops after this many valid mappings in a row without "
-                                           "improving")->capture_default_str();
+                                           "improving")->check(cli::kPositive)->capture_default_str();
   search->add_option("--seed", seed, "random seed")->capture_default_str();
-  search->add_option("-o,--output", out, "write the best mapping here");
+  search->add_option("-o,--output", out, "write the best mapping here")->check(cli::kWritablePath);
   CLI::App* batch = app.add_subcommand("batch", "CoSA, random-5, best of N random and hybrid search at a time "
                                                 "budget over a network's layers.yaml");
   common(batch);
-  batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required();
+  batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required()
+      ->check(CLI::ExistingFile);
   batch->add_option("--weights,--objective", weights, "objective weights utilization,compute,traffic,latency");
-  batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->capture_default_str();
-  batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
+  batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->check(cli::kPositive)
       ->capture_default_str();
-  batch->add_option("--hybrid-seconds", hybrid_seconds, "hybrid search: time budget per layer")->capture_default_str();
-  batch->add_option("--threads", threads, "hybrid search: threads (0: all cores)")->capture_default_str();
-  batch->add_option("--pad", pad, "CoSA: pad bounds to primes <= this first (0: no padding)")->capture_default_str();
-  batch->add_option("--csv", csv, "also write the table here");
+  batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
+      ->check(cli::kPositive)->capture_default_str();
+  batch->add_option("--hybrid-seconds", hybrid_seconds, "hybrid search: time budget per layer")
+      ->check(cli::kPositive)->capture_default_str();
+  batch->add_option("--threads", threads, "hybrid search: threads (0: all cores)")->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  batch->add_option("--pad", pad, "CoSA: pad bounds to primes <= this first (0: no padding)")
+      ->check(cli::kNonNegative)->capture_default_str();
+  batch->add_option("--csv", csv, "also write the table here")->check(cli::kWritablePath);
   batch->add_option("--seed", seed, "random seed (random-5: seed, best of N: seed + 1, hybrid: seed + 2)")
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     const Arch a = read_arch(arch);
     const Mapspace ms = mapspace_or_default(mapspace, a);

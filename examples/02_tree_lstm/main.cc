@@ -5,10 +5,12 @@
 
 #include <cstdio>
 
+#include "command_line.h"
 #include "sentiment_training.h"
 
 using namespace sylva;
 using namespace sylva::examples;
+using namespace sylva::cli;
 
 int main(int argc, char** argv) {
   SentimentTrainOptions o;
@@ -16,33 +18,41 @@ int main(int argc, char** argv) {
   int64_t max_train = 0;
   bool synthetic = false, float64 = false;
   CLI::App app{"Tree-LSTM sentiment classification (Tai et al. 2015) with Sylva"};
-  app.add_option("--data", data, "SST directory with train.txt/dev.txt/test.txt (default: $SYLVA_DATA/sst or shared/data/sst)");
+  app.add_option("--data", data, "SST directory with train.txt/dev.txt/test.txt (default: $SYLVA_DATA/sst or shared/data/sst)")
+      ->check(CLI::ExistingDirectory);
   app.add_flag("--synthetic", synthetic, "Train on the generated synthetic treebank even if SST exists");
-  app.add_option("--dim", o.model.dim, "Word vector size d")->capture_default_str();
-  app.add_option("--hidden", o.model.hidden, "Tree-LSTM memory size h")->capture_default_str();
+  app.add_option("--dim", o.model.dim, "Word vector size d")->check(kPositive)->capture_default_str();
+  app.add_option("--hidden", o.model.hidden, "Tree-LSTM memory size h")->check(kPositive)->capture_default_str();
   app.add_option("--cell", cell, "tai (Tai et al.'s five gates) | dynet (the DyNet benchmarks' cell: three gates, "
-                 "one forget gate per child from its h)")->capture_default_str();
-  app.add_option("--batch", o.batch, "Sentences per minibatch")->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "adagrad | adam | sgd")->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate")->capture_default_str();
-  app.add_option("--emb-lr-scale", o.emb_lr_scale, "Learning-rate multiplier of the embeddings")->capture_default_str();
-  app.add_option("--l2", o.l2, "L2 weight decay (not on embeddings and biases)")->capture_default_str();
-  app.add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)")->capture_default_str();
-  app.add_option("--dropout", o.model.dropout, "Dropout on the classifier input")->capture_default_str();
-  app.add_option("--emb-dropout", o.model.emb_dropout, "Dropout on the word vectors")->capture_default_str();
-  app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
-  app.add_option("--threads", o.threads, "Threads for GEMMs")->capture_default_str();
-  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+                 "one forget gate per child from its h)")->check(CLI::IsMember({"tai", "dynet"}))->capture_default_str();
+  app.add_option("--batch", o.batch, "Sentences per minibatch")->check(kPositive)->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Epochs")->check(kPositive)->capture_default_str();
+  add_optimizer_flag(app, o.optimizer);
+  app.add_option("--lr", o.lr, "Learning rate")->check(kPositive)->capture_default_str();
+  app.add_option("--emb-lr-scale", o.emb_lr_scale, "Learning-rate multiplier of the embeddings")
+      ->check(kNonNegative)->capture_default_str();
+  app.add_option("--l2", o.l2, "L2 weight decay (not on embeddings and biases)")->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--clip", o.clip, "Gradient-norm clipping (0 = off)")->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--dropout", o.model.dropout, "Dropout on the classifier input")->check(kProbability)
+      ->capture_default_str();
+  app.add_option("--emb-dropout", o.model.emb_dropout, "Dropout on the word vectors")->check(kProbability)
+      ->capture_default_str();
+  add_policy_flag(app, policy);
+  add_threads_flag(app, o.threads);
+  add_device_flag(app, o.device);
   app.add_option("--seed", o.seed, "Random seed")->capture_default_str();
-  app.add_option("--max-train", max_train, "Use only the first N training trees (0 = all)")->capture_default_str();
-  app.add_option("--checkpoint", o.checkpoint, "Write the best-dev parameters here (safetensors)");
-  app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")->capture_default_str();
+  app.add_option("--max-train", max_train, "Use only the first N training trees (0 = all)")
+      ->check(kNonNegative)->capture_default_str();
+  app.add_option("--checkpoint", o.checkpoint, "Write the best-dev parameters here (safetensors)")->check(kWritablePath);
+  app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")
+      ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
   app.add_flag("--check-numerics", o.check_numerics,
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     o.policy = parse_policy(policy);
     o.model.cell = parse_tree_lstm_cell(cell);

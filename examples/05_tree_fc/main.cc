@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "example_util.h"
+#include "command_line.h"
 #include "tree_fc_model.h"
 
 using namespace sylva;
 using namespace sylva::examples;
+using namespace sylva::cli;
 
 int main(int argc, char** argv) {
   TreeFcConfig cfg;
@@ -29,24 +31,29 @@ int main(int argc, char** argv) {
   bool float64 = false, profile = false;
   CLI::App app{"Tree-FC training throughput (the Cavs synthetic tree workload) with Sylva"};
   app.add_option("--leaves", leaves, "Leaves per complete binary tree (a power of two, e.g. 32...1024)")
+      ->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  app.add_option("--hidden", cfg.hidden, "Hidden size h")->check(kPositive)->capture_default_str();
+  app.add_option("--classes", cfg.classes, "Classes of the root classifier")->check(CLI::Range(2, 1 << 20))
       ->capture_default_str();
-  app.add_option("--hidden", cfg.hidden, "Hidden size h")->capture_default_str();
-  app.add_option("--classes", cfg.classes, "Classes of the root classifier")->capture_default_str();
-  app.add_option("--vocab", cfg.vocab, "Leaf word ids are uniform in [0, vocab)")->capture_default_str();
-  app.add_option("--batch", batch, "Trees per training step")->capture_default_str();
-  auto* steps_opt = app.add_option("--steps", steps, "Training steps")->capture_default_str();
+  app.add_option("--vocab", cfg.vocab, "Leaf word ids are uniform in [0, vocab)")->check(CLI::Range(1, INT32_MAX))
+      ->capture_default_str();
+  app.add_option("--batch", batch, "Trees per training step")->check(kPositive)->capture_default_str();
+  auto* steps_opt =
+      app.add_option("--steps", steps, "Training steps")->check(kPositive)->capture_default_str();
   app.add_option("--epochs", epochs, "Passes over the --trees trees (sets --steps to epochs * trees / batch)")
-      ->excludes(steps_opt);
+      ->check(kPositive)->excludes(steps_opt);
   app.add_option("--trees", trees, "Generated training trees, cycled through in shuffled order")
+      ->check(kPositive)->capture_default_str();
+  app.add_option("--warmup", warmup, "Steps left out of the throughput summary")->check(kNonNegative)
       ->capture_default_str();
-  app.add_option("--warmup", warmup, "Steps left out of the throughput summary")->capture_default_str();
-  app.add_option("--optimizer", optimizer, "adagrad | adam | sgd")->capture_default_str();
-  app.add_option("--lr", lr, "Learning rate")->capture_default_str();
-  app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
-  app.add_option("--threads", threads, "Threads for GEMMs")->capture_default_str();
-  app.add_option("--device", device, "cpu | cuda | cuda:N")->capture_default_str();
+  add_optimizer_flag(app, optimizer);
+  app.add_option("--lr", lr, "Learning rate")->check(kPositive)->capture_default_str();
+  add_policy_flag(app, policy);
+  add_threads_flag(app, threads);
+  add_device_flag(app, device);
   app.add_option("--seed", seed, "Random seed (data and parameters)")->capture_default_str();
-  app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")->capture_default_str();
+  app.add_option("--progress-seconds", progress_seconds, "Seconds between progress lines")
+      ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", profile, "Print where the time of the timed steps goes");
   bool all_rows = false, check_numerics = false;
@@ -54,7 +61,7 @@ int main(int argc, char** argv) {
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   app.add_flag("--classify-all-rows", all_rows,
                "Run the classifier on every vertex, not only the labelled roots (the ablation of select_rows)");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   cfg.select_labelled = !all_rows;
   try {
     SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",

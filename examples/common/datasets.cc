@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "sylva/core/error.h"
+
 namespace sylva::examples {
 namespace fs = std::filesystem;
 
@@ -14,7 +16,13 @@ std::string find_dataset(const std::string& name, const std::vector<std::string>
       if (!fs::exists(p / f)) return false;
     return true;
   };
-  if (!flag.empty()) return ok(flag) ? flag : "";
+  if (!flag.empty()) {  // asked for: it must be there (no quiet fallback)
+    for (const std::string& f : files)
+      SYLVA_CHECK(fs::exists(fs::path(flag) / f), "[data] ", flag, " (given with --data) has no ", f, " (", name,
+                  " needs ", files.size(), " files there)");
+    looked.push_back(flag);
+    return flag;
+  }
   if (const char* env = std::getenv("SYLVA_DATA"))
     if (ok(fs::path(env) / name)) return (fs::path(env) / name).string();
   std::error_code ec;

@@ -4,10 +4,13 @@
 
 #include <cstdio>
 
+#include "command_line.h"
 #include "lm_training.h"
 #include "ptb.h"
 
 namespace sylva::examples {
+
+using namespace cli;
 
 int lm_example_main(int argc, char** argv, LmSamples samples) {
   const bool fixed = samples == LmSamples::stream;
@@ -19,34 +22,45 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
   bool float64 = false;
   CLI::App app{fixed ? "Fixed-LSTM language model on PTB: the token stream cut into fixed-length chains (Cavs)"
                      : "Var-LSTM language model on PTB: one variable-length chain per sentence, no padding"};
-  app.add_option("--data", data, "PTB directory with ptb.{train,valid,test}.txt (default: $SYLVA_DATA/ptb or shared/data/ptb)");
-  app.add_option("--layers", o.model.layers, "LSTM layers")->capture_default_str();
-  app.add_option("--embed", o.model.embed, "Word embedding size")->capture_default_str();
-  app.add_option("--hidden", o.model.hidden, "LSTM hidden size")->capture_default_str();
+  app.add_option("--data", data, "PTB directory with ptb.{train,valid,test}.txt (default: $SYLVA_DATA/ptb or shared/data/ptb)")
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--layers", o.model.layers, "LSTM layers")->check(kPositive)->capture_default_str();
+  app.add_option("--embed", o.model.embed, "Word embedding size")->check(kPositive)->capture_default_str();
+  app.add_option("--hidden", o.model.hidden, "LSTM hidden size")->check(kPositive)->capture_default_str();
   app.add_option("--dropout", o.model.dropout, "Dropout on embeddings, between layers and before the softmax")
+      ->check(kProbability)->capture_default_str();
+  app.add_option("--init-scale", o.model.init_scale, "Parameters ~ U(-s, s)")->check(kPositive)
       ->capture_default_str();
-  app.add_option("--init-scale", o.model.init_scale, "Parameters ~ U(-s, s)")->capture_default_str();
-  if (fixed) app.add_option("--length", length, "Tokens per chain")->capture_default_str();
-  app.add_option("--batch", o.batch, fixed ? "Chains per minibatch" : "Sentences per minibatch")->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Epochs")->capture_default_str();
-  app.add_option("--lr", o.lr, "SGD learning rate")->capture_default_str();
-  app.add_option("--lr-decay", o.lr_decay, "Learning-rate factor per epoch after --decay-after")->capture_default_str();
-  app.add_option("--decay-after", o.decay_after, "Epochs at the full learning rate")->capture_default_str();
-  app.add_option("--clip", o.clip, "Global gradient-norm clipping (0 = off)")->capture_default_str();
-  app.add_option("--policy", policy, "Batching policy: bfs | serial")->capture_default_str();
-  app.add_option("--threads", o.threads, "Threads for GEMMs")->capture_default_str();
-  app.add_option("--device", o.device, "cpu | cuda | cuda:N")->capture_default_str();
+  if (fixed)
+    app.add_option("--length", length, "Tokens per chain (at least 2: each predicts the next)")
+        ->check(CLI::Range(2, 1 << 20))->capture_default_str();
+  app.add_option("--batch", o.batch, fixed ? "Chains per minibatch" : "Sentences per minibatch")
+      ->check(kPositive)->capture_default_str();
+  app.add_option("--epochs", o.epochs, "Epochs")->check(kPositive)->capture_default_str();
+  app.add_option("--lr", o.lr, "SGD learning rate")->check(kPositive)->capture_default_str();
+  app.add_option("--lr-decay", o.lr_decay, "Learning-rate factor per epoch after --decay-after")
+      ->check(kPositive)->capture_default_str();
+  app.add_option("--decay-after", o.decay_after, "Epochs at the full learning rate")->check(kNonNegative)
+      ->capture_default_str();
+  app.add_option("--clip", o.clip, "Global gradient-norm clipping (0 = off)")->check(kNonNegative)
+      ->capture_default_str();
+  add_policy_flag(app, policy);
+  add_threads_flag(app, o.threads);
+  add_device_flag(app, o.device);
   app.add_option("--seed", o.seed, "Random seed (initialisation, shuffling, dropout)")->capture_default_str();
   app.add_option("--max-batches", o.max_batches, "Minibatches per epoch (0 = the whole training set)")
-      ->capture_default_str();
-  app.add_option("--max-train", max_train, "Use only the first N training samples (0 = all)")->capture_default_str();
-  app.add_option("--checkpoint", o.checkpoint, "Write the parameters here after every epoch (safetensors)");
-  app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")->capture_default_str();
+      ->check(kNonNegative)->capture_default_str();
+  app.add_option("--max-train", max_train, "Use only the first N training samples (0 = all)")
+      ->check(kNonNegative)->capture_default_str();
+  app.add_option("--checkpoint", o.checkpoint, "Write the parameters here after every epoch (safetensors)")
+      ->check(kWritablePath);
+  app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")
+      ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
   app.add_flag("--check-numerics", o.check_numerics,
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     o.policy = parse_policy(policy);
     o.model.dtype = float64 ? DType::f64 : DType::f32;

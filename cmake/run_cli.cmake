@@ -1,0 +1,30 @@
+# ctest driver: runs one command line and checks its exit status and what
+# it printed (PASS_REGULAR_EXPRESSION alone would pass a crash that printed
+# the right words):
+#   cmake -DCMD="<exe>|<arg>|<arg>..." -DEXPECT_RC=<status> [-DMATCH=<regex>]
+#         [-DONE_LINE_ERROR=ON] -P run_cli.cmake
+# MATCH is searched in stdout and stderr together; ONE_LINE_ERROR also
+# requires stderr to be exactly one line that MATCH finds.
+string(REPLACE "|" ";" cmd "${CMD}")
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
+set(shown "command: ${CMD}\nexit status: ${rc}\nstdout (last 2000 chars): ")
+string(LENGTH "${out}" n)
+if(n GREATER 2000)
+  math(EXPR from "${n} - 2000")
+  string(SUBSTRING "${out}" ${from} 2000 out_tail)
+else()
+  set(out_tail "${out}")
+endif()
+string(APPEND shown "${out_tail}\nstderr: ${err}")
+if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
+  message(FATAL_ERROR "expected exit status ${EXPECT_RC}\n${shown}")
+endif()
+if(DEFINED MATCH AND NOT "${out}${err}" MATCHES "${MATCH}")
+  message(FATAL_ERROR "output lacks /${MATCH}/\n${shown}")
+endif()
+if(ONE_LINE_ERROR)
+  string(REGEX REPLACE "\n$" "" line "${err}")
+  if(line MATCHES "\n" OR NOT line MATCHES "${MATCH}")
+    message(FATAL_ERROR "stderr should be one line matching /${MATCH}/\n${shown}")
+  endif()
+endif()

@@ -96,6 +96,9 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "error: out of memory\n");
+    return 1;
   }
 }
 

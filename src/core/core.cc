@@ -1,6 +1,8 @@
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -88,6 +90,35 @@ int usable_cpu_cores() {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+namespace {
+// The "<key>: <n> kB" line of a /proc file, in bytes; 0 if absent.
+size_t proc_kb(const char* path, const char* key) {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return 0;
+  char line[256];
+  size_t kb = 0;
+  const size_t n = std::strlen(key);
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, key, n) == 0 && line[n] == ':') {
+      kb = std::strtoull(line + n + 1, nullptr, 10);
+      break;
+    }
+  std::fclose(f);
+  return kb * 1024;
+}
+}  // namespace
+
+size_t available_memory_bytes() {
+  size_t avail = proc_kb("/proc/meminfo", "MemAvailable");
+  rlimit lim{};
+  if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    const size_t used = proc_kb("/proc/self/status", "VmSize");
+    const size_t left = lim.rlim_cur > used ? static_cast<size_t>(lim.rlim_cur) - used : 0;
+    avail = avail == 0 ? left : std::min(avail, left);
+  }
+  return avail;
 }
 
 // ---- Buffer --------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <string>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -153,8 +155,42 @@ struct Executor::Impl {
               folded_matmul, ir::flops(g, op, operand_rows(g, op, buffers))});
   }
 
+  // Bytes per vertex of every per-vertex value: F's and ∂F's arenas, the
+  // program's rowed values and (estimated alike) their gradients.
+  size_t bytes_per_vertex() const {
+    size_t n = 0;
+    for (const auto& r : runners)
+      if (r) n += r->bytes_per_row();
+    for (const Node& node : program.graph().nodes())
+      if (node.type.rowed) n += 2 * static_cast<size_t>(node.type.cols()) * dtype_size(node.type.dtype);
+    return n;
+  }
+
+  // ExecutorOptions::memory_budget_bytes, before anything is allocated.
+  void check_memory(const GraphBatch& b) {
+    if (!backend.memory().host_visible() && options.memory_budget_bytes == 0) return;
+    const int64_t grow = static_cast<int64_t>(b.num_vertices()) - rows_held;
+    if (grow <= 0) return;
+    const size_t need = static_cast<size_t>(grow) * bytes_per_vertex();
+    const size_t budget = options.memory_budget_bytes
+                              ? options.memory_budget_bytes
+                              : static_cast<size_t>(0.8 * static_cast<double>(available_memory_bytes()));
+    if (budget > 0 && need > budget) {
+      int32_t largest = 0;
+      for (int32_t s = 1; s < b.num_samples(); ++s)
+        if (b.sample(s).num_vertices() > b.sample(largest).num_vertices()) largest = s;
+      SYLVA_THROW("[executor] a batch of ", b.num_samples(), " samples with ", b.num_vertices(),
+                  " vertices needs about ", need >> 20, " MB more for its values, over the memory budget of ",
+                  budget >> 20, " MB (ExecutorOptions::memory_budget_bytes; default 80% of the memory available); ",
+                  "its largest sample, '", b.sample(largest).source(), "', has ", b.sample(largest).num_vertices(),
+                  " vertices: use smaller batches or leave such samples out");
+    }
+    rows_held = b.num_vertices();
+  }
+
   void forward(const GraphBatch& b, Mode mode) {
     sync();
+    check_memory(b);
     batch = &b;
     batch_rows = b.num_vertices();
     const auto t0 = std::chrono::steady_clock::now();
@@ -356,6 +392,7 @@ struct Executor::Impl {
   std::vector<char> host_scratch;  // check_numerics: a device value on the host
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
+  int64_t rows_held = 0;  // the most vertices a batch had: what the arenas hold
   Schedule schedule;
   std::chrono::steady_clock::duration preprocess{0};  // schedule + index tables of the last forward
   uint64_t step = 0;
@@ -371,9 +408,28 @@ Executor::Executor(const Program& program, ParameterSet& params, ExecutorOptions
 
 Executor::~Executor() = default;
 
+namespace {
+
+// An allocation that fails under forward() or backward() becomes a
+// sylva::Error (callers see one kind of failure, with the batch's size).
+template <class F>
+void reporting_out_of_memory(const char* what, const GraphBatch* batch, F&& f) {
+  try {
+    f();
+  } catch (const std::bad_alloc&) {
+    SYLVA_THROW("[executor] out of memory in ", what, batch ? " of a batch of " : "",
+                batch ? std::to_string(batch->num_samples()) + " samples with " +
+                            std::to_string(batch->num_vertices()) + " vertices"
+                      : std::string(),
+                " (ExecutorOptions::memory_budget_bytes bounds what a batch may take)");
+  }
+}
+
+}  // namespace
+
 void Executor::forward(const GraphBatch& batch, Mode mode) {
   DenormalScope flush;  // see sylva/core/denormals.h
-  impl_->forward(batch, mode);
+  reporting_out_of_memory("forward()", &batch, [&] { impl_->forward(batch, mode); });
 }
 
 Tensor Executor::value(Symbol s) const {
@@ -399,7 +455,7 @@ void Executor::backward(Symbol loss, double seed) {
   SYLVA_CHECK(static_cast<size_t>(loss.id()) < impl_->values.size(),
               "[executor] the loss was added to the program after the last forward(); run forward() again");
   DenormalScope flush;
-  impl_->backward(loss.id(), seed);
+  reporting_out_of_memory("backward()", impl_->batch, [&] { impl_->backward(loss.id(), seed); });
 }
 
 void Executor::parameters_changed(const RowSparsity& only) { impl_->store.only_rows_changed(only); }

@@ -347,6 +347,14 @@ void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
   unneeded_nodes(plan_->backward, a, lane.zero_b, lane.unneeded);
 }
 
+size_t VertexRunner::bytes_per_row() const {
+  size_t n = plan_->scatter_source != ir::kNoNode ? scatter_grad_.row_bytes() : 0;
+  for (const Values* v : {&fwd_, &bwd_})
+    for (size_t i = 0; i < v->arena.size(); ++i)
+      if (v->plan->home[i] == Home::arena) n += v->arena[i].row_bytes();
+  return n;
+}
+
 size_t VertexRunner::allocations() const {
   size_t n = scatter_grad_.arena().allocations();
   for (const Values* v : {&fwd_, &bwd_}) {

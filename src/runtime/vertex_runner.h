@@ -64,6 +64,8 @@ class VertexRunner {
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_.load(); }
   size_t allocations() const;
+  /// Bytes the per-vertex values of F and ∂F take per row of a minibatch.
+  size_t bytes_per_row() const;
 
  private:
   // What one thread needs to run nodes: operand lists, zero/unneeded flags

@@ -23,4 +23,10 @@ struct Device {
 /// container allows), not every core of the machine; at least 1.
 int usable_cpu_cores();
 
+/// Bytes of host memory this process can still get: the smaller of the
+/// machine's available memory (MemAvailable) and what its address-space
+/// limit (RLIMIT_AS, e.g. prlimit --as) leaves above its current size;
+/// 0 if neither can be read.
+size_t available_memory_bytes();
+
 }  // namespace sylva

@@ -83,6 +83,14 @@ struct ExecutorOptions {
   /// first bad row (instead of a NaN loss later). Costs a scan of every
   /// op's output (and, on a device, a copy of it to the host); off, nothing.
   bool check_numerics = false;
+  /// Host memory a minibatch's values may take beyond what the executor
+  /// already holds; forward() estimates a batch's need (its vertices times
+  /// the bytes per vertex of every per-vertex value of F, ∂F and the
+  /// program) before allocating and refuses a larger batch with a
+  /// sylva::Error naming it. 0: 80% of available_memory_bytes() at that
+  /// moment. Not applied to device memory (CUDA). An allocation that still
+  /// fails is a sylva::Error too, never an abort.
+  size_t memory_budget_bytes = 0;
 };
 
 /// Compiles a Program once (each vertex function's plan, F and ∂F, when its

@@ -47,4 +47,31 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+void check_nesting(std::string_view text, const std::string& what, int max_depth) {
+  int depth = 0, line = 1;
+  bool in_string = false, in_comment = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      in_comment = false;
+      continue;
+    }
+    if (in_comment) continue;
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '#') in_comment = true;
+    else if (c == '[' || c == '{') {
+      SYLVA_CHECK(++depth <= max_depth, "[reader] ", what, ": line ", line, ": brackets nest deeper than ", max_depth,
+                  " levels (a corrupt or hostile file; no real one nests that deep)");
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+}
+
 }  // namespace sylva

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "sylva/core/error.h"
+#include "sylva/core/file.h"
 
 namespace sylva::cosa {
 
@@ -20,8 +21,10 @@ namespace {
 // Loads a YAML file; sylva::Error naming it when it is missing or malformed.
 YAML::Node load(const std::string& path) {
   SYLVA_CHECK(std::filesystem::exists(path), "[cosa] no such file: ", path);
+  const std::string text = read_file(path);
+  check_nesting(text, path);
   try {
-    return YAML::LoadFile(path);
+    return YAML::Load(text);
   } catch (const YAML::Exception& e) {
     SYLVA_THROW("[cosa] ", path, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
   }
@@ -101,7 +104,10 @@ std::array<bool, kTensors> keep_of(const YAML::Node& entry, const std::string& w
     const YAML::Node list = entry[key];
     if (!list) continue;
     SYLVA_CHECK(list.IsSequence(), "[cosa] ", what, ": '", key, "' is not a list");
-    for (const YAML::Node& t : list) keep[static_cast<size_t>(tensor_index(t.as<std::string>(), what))] = *key == 'k';
+    for (const YAML::Node& t : list) {
+      SYLVA_CHECK(t.IsScalar(), "[cosa] ", what, ": '", key, "' holds a non-name at line ", t.Mark().line + 1);
+      keep[static_cast<size_t>(tensor_index(t.Scalar(), what))] = *key == 'k';
+    }
   }
   return keep;
 }
@@ -240,7 +246,7 @@ std::vector<std::string> read_layer_list(const std::string& path) {
   std::vector<std::string> out;
   for (const YAML::Node& n : root) {
     SYLVA_CHECK(n.IsScalar(), "[cosa] ", path, ": entry at line ", n.Mark().line + 1, " is not a layer name");
-    const std::string file = (dir / (n.as<std::string>() + ".yaml")).string();
+    const std::string file = (dir / (n.Scalar() + ".yaml")).string();
     SYLVA_CHECK(std::filesystem::exists(file), "[cosa] ", path, " line ", n.Mark().line + 1, ": no layer file ", file);
     out.push_back(file);
   }
@@ -250,6 +256,7 @@ std::vector<std::string> read_layer_list(const std::string& path) {
 
 Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what) {
   YAML::Node root;
+  check_nesting(text, what);
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {

@@ -186,6 +186,7 @@ std::vector<const CnnNode*> CnnBlock::ops() const {
 
 CnnGraph read_ios_graph(const std::string& path) {
   const std::string text = read_file(path);
+  check_nesting(text, path);
   json j;
   try {
     j = json::parse(text);
@@ -321,7 +322,9 @@ std::vector<BlockPart> block_parts(const CnnBlock& block, const std::vector<std:
 
 std::vector<std::vector<std::string>> read_parts(const std::string& path) {
   try {
-    return nlohmann::json::parse(read_file(path)).get<std::vector<std::vector<std::string>>>();
+    const std::string text = read_file(path);
+    check_nesting(text, path);
+    return nlohmann::json::parse(text).get<std::vector<std::vector<std::string>>>();
   } catch (const nlohmann::json::exception& e) {
     SYLVA_THROW("[ios_graph] ", path, ": a parts file is a JSON list of lists of op names (", e.what(), ")");
   }

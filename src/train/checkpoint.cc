@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sylva/core/error.h"
+#include "sylva/core/file.h"
 
 namespace sylva {
 namespace {
@@ -174,6 +175,7 @@ nlohmann::json read_header(int fd, uint64_t header_len, const std::string& path)
   std::string text(header_len, '\0');
   read_all(fd, text.data(), text.size(), 8, path);
   nlohmann::json header;
+  check_nesting(text, path);
   try {
     header = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {

@@ -230,6 +230,15 @@ TEST_F(Checkpoint, RejectsCorruptHeader) {
   h["__metadata__"] = {{"epoch", 3}};
   EXPECT_CONTAINS(with_header("meta.safetensors", h), "is not a string");
 
+  // Hostile sizes are refused before anything is allocated: a shape whose
+  // element count overflows 64 bits, offsets claiming 2^60 bytes.
+  h = f.header;
+  h["W"]["shape"] = {uint64_t{1} << 32, uint64_t{1} << 32, uint64_t{1} << 32};
+  EXPECT_CONTAINS(with_header("overflow.safetensors", h), "tensor 'W' has shape [4294967296, 4294967296, 4294967296]");
+  h = f.header;
+  h["b"]["data_offsets"] = {uint64_t{24}, uint64_t{1} << 60};
+  EXPECT_CONTAINS(with_header("claims.safetensors", h), "tensor 'b'");
+
   std::string huge = read_bytes(path("ok.safetensors"));
   huge[7] = 0x01;  // header length ~ 2^56
   write_bytes(path("huge.safetensors"), huge);

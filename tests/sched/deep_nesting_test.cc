@@ -1,0 +1,59 @@
+// Hostile nesting: 100,000-deep YAML and JSON are refused with an error
+// naming the file and line before a (recursive) parser sees them; files
+// nested as deep as real ones still parse.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/test_util.h"
+#include "sylva/core/file.h"
+#include "sylva/sched/cosa_spec.h"
+#include "sylva/sched/ios_graph.h"
+
+namespace sylva {
+namespace {
+
+std::string nested(char open, char close, int depth) {
+  return std::string("\n") + std::string(static_cast<size_t>(depth), open) + std::string(static_cast<size_t>(depth), close) + "\n";
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(DeepNesting, CheckNestingCountsBracketsOutsideStringsAndComments) {
+  EXPECT_EQ(test::error_of([] { check_nesting("[[{}]]", "t", 3); }), "<no error>");
+  EXPECT_CONTAINS(test::error_of([] { check_nesting("a\n[[[[", "t.json", 3); }),
+                  "[reader] t.json: line 2: brackets nest deeper than 3 levels");
+  EXPECT_EQ(test::error_of([] { check_nesting("\"[[[[\\\"[[[\" [", "t", 1); }), "<no error>");
+  EXPECT_EQ(test::error_of([] { check_nesting("a: 1 # [[[[\n[", "t", 1); }), "<no error>");
+}
+
+TEST(DeepNesting, A100kDeepYamlProblemIsAnError) {
+  const std::string path = write("sylva_deep.yaml", "problem:" + nested('[', ']', 100000));
+  EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(path); }), "brackets nest deeper than 512 levels");
+  const std::string maps = write("sylva_deep_maps.yaml", "problem: {a: {b: {c: [1, [2, [3]]]}}}\n");
+  EXPECT_EQ(test::error_of([&] { check_nesting(read_file(maps), maps); }), "<no error>");
+}
+
+TEST(DeepNesting, A100kDeepJsonGraphIsAnError) {
+  const std::string path = write("sylva_deep.json", "{\"blocks\": " + nested('[', ']', 100000) + "}");
+  EXPECT_CONTAINS(test::error_of([&] { ios::read_ios_graph(path); }), "brackets nest deeper than 512 levels");
+}
+
+TEST(DeepNesting, ANonNameInAKeepListIsAnErrorNotAYamlException) {
+  const std::string arch = write("sylva_keep_arch.yaml",
+                                 "arch:\n  arithmetic:\n    instances: 4\n  storage:\n  - name: Buf\n    entries: 64\n"
+                                 "    instances: 1\n  - name: DRAM\n    technology: DRAM\n    instances: 1\n"
+                                 "    bandwidth: 2\n");
+  const std::string ms = write("sylva_keep_ms.yaml", "mapspace:\n  constraints:\n  - target: Buf\n    type: datatype\n"
+                                                     "    keep: [{x: 1}]\n");
+  const cosa::Arch a = cosa::read_arch(arch);
+  EXPECT_CONTAINS(test::error_of([&] { cosa::read_mapspace(ms, a); }), "holds a non-name");
+}
+
+}  // namespace
+}  // namespace sylva

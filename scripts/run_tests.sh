@@ -84,6 +84,33 @@ else
     -DSYLVA_BUILD_CUDA=OFF "${link_flags[@]}" || status=1
 fi
 
+# ThreadSanitizer on the concurrency-heavy tests (streaming, the lanes of
+# the CNN runner, the hybrid CoSA search, the invariance suite that runs
+# every policy with streaming). Opt-in (SYLVA_TSAN=1): its build alone
+# takes about ten minutes on 2 cores, which the 20-minute budget of the
+# default run does not have. OMP_NUM_THREADS=1: libgomp is not
+# instrumented, so oneDNN's OpenMP workers would report false races.
+tsan_tests=(test_runtime_stream_test test_sched_cosa_search_test test_graph_cnn_streams_test
+            test_runtime_invariance_test)
+if [[ ${SYLVA_TSAN:-0} != 0 ]]; then
+  t0=$SECONDS
+  echo "==== run_tests: stage tsan (build/tsan) ===="
+  if configure build/tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+       -DSYLVA_SANITIZE=thread -DSYLVA_BUILD_EXAMPLES=OFF -DSYLVA_BUILD_BENCHMARKS=OFF -DSYLVA_BUILD_CUDA=OFF \
+       "${link_flags[@]}" && cmake --build build/tsan -j"$jobs" --target "${tsan_tests[@]}"; then
+    tsan_ok=1
+    for t in "${tsan_tests[@]}"; do
+      OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 "build/tsan/tests/$t" || tsan_ok=0
+    done
+    if [[ $tsan_ok -eq 1 ]]; then summary+=("tsan: ok ($((SECONDS - t0)) s)"); else summary+=("tsan: FAILED"); status=1; fi
+  else
+    summary+=("tsan: BUILD FAILED")
+    status=1
+  fi
+else
+  summary+=("tsan: not run (SYLVA_TSAN=1 runs it)")
+fi
+
 echo "==== run_tests summary ===="
 if [[ $status -eq 0 ]]; then verdict=PASSED; else verdict=FAILED; fi
 (IFS=';'; echo "run_tests: $verdict in ${SECONDS} s [${summary[*]}]")

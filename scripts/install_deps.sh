@@ -15,6 +15,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   git ca-certificates
 )
+# --fuzz: also clang and its libFuzzer runtime (SYLVA_BUILD_FUZZERS=ON; docs/reliability.md).
+if [[ ${1:-} == --fuzz ]]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

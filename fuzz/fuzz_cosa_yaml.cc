@@ -5,31 +5,16 @@
 #include <string>
 
 #include "fuzz_util.h"
+#include "support/cosa_fixture.h"
 #include "sylva/sched/cosa_spec.h"
 
 namespace {
 
-const char* kArch = R"(arch:
-  arithmetic:
-    instances: 4
-  storage:
-  - name: Reg
-    entries: 1
-    instances: 4
-  - name: Buf
-    entries: 64
-    instances: 1
-  - name: DRAM
-    technology: DRAM
-    instances: 1
-    bandwidth: 2
-)";
-
 const sylva::cosa::Arch& arch() {
   static const sylva::cosa::Arch a = [] {
-    const std::string path = sylva::fuzz::as_file(reinterpret_cast<const uint8_t*>(kArch), std::string(kArch).size(),
-                                                  ".arch.yaml");
-    return sylva::cosa::read_arch(path);
+    const std::string text = sylva::test::tiny_cosa_arch(64);  // the CoSA tests' architecture
+    return sylva::cosa::read_arch(
+        sylva::fuzz::as_file(reinterpret_cast<const uint8_t*>(text.data()), text.size(), ".arch.yaml"));
   }();
   return a;
 }

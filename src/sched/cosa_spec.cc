@@ -151,7 +151,8 @@ Mapping blank_mapping(const Arch& a, const Mapspace& ms) {
   return m;
 }
 
-Problem read_problem(const std::string& path) {
+namespace {
+Problem read_problem_unguarded(const std::string& path) {
   const YAML::Node root = load(path);
   const YAML::Node p = section(root, "problem", path);
   Problem out;
@@ -169,6 +170,7 @@ Problem read_problem(const std::string& path) {
     SYLVA_CHECK(v >= 1, "[cosa] ", path, ": strides and dilations must be >= 1");
   return out;
 }
+}  // namespace
 
 double pat_access_energy(const Level& l) {
   if (l.dram) return 12.5 * static_cast<double>(l.word_bits * l.block_size);
@@ -186,7 +188,8 @@ double pat_access_energy(const Level& l) {
   return std::numeric_limits<double>::quiet_NaN();
 }
 
-Arch read_arch(const std::string& path) {
+namespace {
+Arch read_arch_unguarded(const std::string& path) {
   const YAML::Node root = load(path);
   const YAML::Node a = section(root, "arch", path);
   Arch out;
@@ -224,8 +227,10 @@ Arch read_arch(const std::string& path) {
   }
   return out;
 }
+}  // namespace
 
-Mapspace read_mapspace(const std::string& path, const Arch& arch) {
+namespace {
+Mapspace read_mapspace_unguarded(const std::string& path, const Arch& arch) {
   const YAML::Node root = load(path);
   const YAML::Node ms = section(root, "mapspace", path);
   const YAML::Node constraints = section(ms, "constraints", path, true);
@@ -238,8 +243,10 @@ Mapspace read_mapspace(const std::string& path, const Arch& arch) {
   }
   return out;
 }
+}  // namespace
 
-std::vector<std::string> read_layer_list(const std::string& path) {
+namespace {
+std::vector<std::string> read_layer_list_unguarded(const std::string& path) {
   const YAML::Node root = load(path);
   SYLVA_CHECK(root.IsSequence(), "[cosa] ", path, ": expected a list of layer names");
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -253,8 +260,10 @@ std::vector<std::string> read_layer_list(const std::string& path) {
   SYLVA_CHECK(!out.empty(), "[cosa] ", path, ": no layers");
   return out;
 }
+}  // namespace
 
-Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what) {
+namespace {
+Mapping parse_mapping_unguarded(const std::string& text, const Arch& arch, const std::string& what) {
   YAML::Node root;
   check_nesting(text, what);
   try {
@@ -293,6 +302,40 @@ Mapping parse_mapping(const std::string& text, const Arch& arch, const std::stri
     }
   }
   return m;
+}
+}  // namespace
+
+namespace {
+
+// A reader's body; a yaml-cpp exception that gets past its checks (a node
+// of the wrong kind deep inside: a scalar indexed like a map, say) becomes
+// a sylva::Error naming the file and line, never an escaped YAML::Exception.
+template <class F>
+auto guarded(const std::string& what, F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const YAML::Exception& e) {
+    SYLVA_THROW("[cosa] ", what, ": unexpected YAML structure",
+                e.mark.is_null() ? std::string() : " at line " + std::to_string(e.mark.line + 1), ": ", e.msg);
+  }
+}
+
+}  // namespace
+
+Problem read_problem(const std::string& path) {
+  return guarded(path, [&] { return read_problem_unguarded(path); });
+}
+Arch read_arch(const std::string& path) {
+  return guarded(path, [&] { return read_arch_unguarded(path); });
+}
+Mapspace read_mapspace(const std::string& path, const Arch& arch) {
+  return guarded(path, [&] { return read_mapspace_unguarded(path, arch); });
+}
+std::vector<std::string> read_layer_list(const std::string& path) {
+  return guarded(path, [&] { return read_layer_list_unguarded(path); });
+}
+Mapping parse_mapping(const std::string& text, const Arch& arch, const std::string& what) {
+  return guarded(what, [&] { return parse_mapping_unguarded(text, arch, what); });
 }
 
 Mapping read_mapping(const std::string& path, const Arch& arch) {

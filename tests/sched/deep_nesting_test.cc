@@ -55,5 +55,17 @@ TEST(DeepNesting, ANonNameInAKeepListIsAnErrorNotAYamlException) {
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_mapspace(ms, a); }), "holds a non-name");
 }
 
+// Found by fuzz_cosa_yaml: a constraint that is a scalar where a map is
+// expected made yaml-cpp throw from operator[] past the readers' checks.
+TEST(DeepNesting, AScalarWhereAMapBelongsIsAnErrorNotAYamlException) {
+  const std::string arch = write("sylva_scalar_arch.yaml",
+                                 "arch:\n  arithmetic:\n    instances: 4\n  storage:\n  - name: Buf\n    entries: 64\n"
+                                 "    instances: 1\n  - name: DRAM\n    technology: DRAM\n    instances: 1\n"
+                                 "    bandwidth: 2\n");
+  const std::string ms = write("sylva_scalar_ms.yaml", "mapspace:\n  constraints:\n  - just a scalar\n");
+  const cosa::Arch a = cosa::read_arch(arch);
+  EXPECT_CONTAINS(test::error_of([&] { cosa::read_mapspace(ms, a); }), "sylva_scalar_ms.yaml");
+}
+
 }  // namespace
 }  // namespace sylva

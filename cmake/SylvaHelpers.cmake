@@ -29,6 +29,19 @@ install(TARGETS sylva_options EXPORT SylvaTargets)
 
 set(SYLVA_MODULES "" CACHE INTERNAL "")
 
+# sylva_program_pch(<target>...): compile the targets with the precompiled
+# header made once for sylva_cli (tools/CMakeLists.txt): the examples,
+# benchmarks, tools and corpus replays would otherwise each parse CLI11 and
+# the public API again. The targets must be compiled with sylva_cli's flags
+# (sylva_options, no extra -D or -f options), or GCC ignores the header and
+# parses the real ones (correct, only slower). The tests have their own
+# (tests/CMakeLists.txt).
+function(sylva_program_pch)
+  foreach(target IN LISTS ARGN)
+    target_precompile_headers(${target} REUSE_FROM sylva_cli)
+  endforeach()
+endfunction()
+
 # sylva_add_module(<name> SOURCES ... DEPS ...): one static library per
 # module; dependencies are PRIVATE so the dependency direction stays explicit.
 function(sylva_add_module name)

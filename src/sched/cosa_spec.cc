@@ -2,6 +2,7 @@
 // mappings (yaml-cpp), writing mappings, checking a mapping's factors.
 #include "sylva/sched/cosa_spec.h"
 
+#include <yaml-cpp/depthguard.h>  // YAML::DeepRecursion
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -18,23 +19,33 @@ namespace sylva::cosa {
 
 namespace {
 
+// Parses YAML text; sylva::Error naming `what` when it is malformed or
+// nests too deep: bracket nesting is refused before parsing (check_nesting),
+// block nesting ("- - - x", "? ? x") by yaml-cpp's own guard (DepthGuard: 500 levels in 0.7.0).
+YAML::Node parse_yaml(const std::string& text, const std::string& what) {
+  check_nesting(text, what);
+  try {
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    SYLVA_THROW("[cosa] ", what, ": line ", e.mark.line + 1, ": YAML nests deeper than ", e.depth(),
+                " levels (a corrupt or hostile file; no real one nests that deep)");
+  } catch (const YAML::Exception& e) {
+    SYLVA_THROW("[cosa] ", what, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
+  }
+}
+
 // Loads a YAML file; sylva::Error naming it when it is missing or malformed.
 YAML::Node load(const std::string& path) {
   SYLVA_CHECK(std::filesystem::exists(path), "[cosa] no such file: ", path);
-  const std::string text = read_file(path);
-  check_nesting(text, path);
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    SYLVA_THROW("[cosa] ", path, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
-  }
+  return parse_yaml(read_file(path), path);
 }
 
 YAML::Node section(const YAML::Node& root, const char* key, const std::string& what, bool list = false) {
   SYLVA_CHECK(root.IsMap(), "[cosa] ", what, ": expected a map holding '", key, "'");
   const YAML::Node n = root[key];
-  SYLVA_CHECK(n && (list ? n.IsSequence() : n.IsMap()), "[cosa] ", what, ": no '", key, "' ",
-              list ? "list" : "section");
+  SYLVA_CHECK(n, "[cosa] ", what, ": no '", key, "' ", list ? "list" : "section");
+  SYLVA_CHECK(list ? n.IsSequence() : n.IsMap(), "[cosa] ", what, ": '", key, "' (line ", n.Mark().line + 1,
+              ") is not a ", list ? "list" : "map");
   return n;
 }
 
@@ -264,13 +275,7 @@ std::vector<std::string> read_layer_list_unguarded(const std::string& path) {
 
 namespace {
 Mapping parse_mapping_unguarded(const std::string& text, const Arch& arch, const std::string& what) {
-  YAML::Node root;
-  check_nesting(text, what);
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    SYLVA_THROW("[cosa] ", what, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg);
-  }
+  const YAML::Node root = parse_yaml(text, what);
   const YAML::Node entries = section(root, "mapping", what, true);
   Mapping m;
   for (const Level& l : arch.levels) m.level_names.push_back(l.name);

@@ -102,7 +102,7 @@ TEST(Nvrtc, TheCacheServesFromMemoryThenFromDiskAndRecompilesDamagedEntries) {
   EXPECT_EQ(cache.stats().damaged, 1);
   EXPECT_EQ(cache.stats().compiles, 1);
   ASSERT_EQ(warnings.size(), 1u);
-  EXPECT_CONTAINS(warnings[0], "is damaged; compiling again");
+  EXPECT_CONTAINS(warnings[0], "is damaged (the payload does not match its hash); compiling again");
   EXPECT_EQ(*NvrtcCache(root).compile(k.source, "sm_90"), first);  // the rewritten entry is whole
 }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cache_entry.h"  // fnv1a, hex64
 #include "sylva/backend/kernel_templates.h"
 #include "sylva/core/error.h"
 
@@ -100,11 +101,7 @@ void finish_kernel(FusedKernel& k, const FusedProgram& p, DType dtype, const std
               k.scratch_per_warp * elem, " bytes of scratch per row, more than the ", max_shared_bytes,
               " bytes of shared memory (run it unfused)");
   // The name keys the kernel by its shape as well as its ops (one module per program).
-  uint64_t h = 1469598103934665603ull;
-  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  char name[48];
-  std::snprintf(name, sizeof name, "sylva_fused_%016llx", static_cast<unsigned long long>(h));
-  k.kernel = name;
+  k.kernel = "sylva_fused_" + hex64(fnv1a(text));
   k.source = std::string(kFusedRowsTemplate);
   replace_all(k.source, "@NAME@", p.name.empty() ? "(unnamed)" : p.name);
   replace_all(k.source, "@T@", dtype == DType::f32 ? "float" : "double");

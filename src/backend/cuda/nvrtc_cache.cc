@@ -1,5 +1,4 @@
-// NVRTC compile + cache. Disk entries: a header line
-// "sylva-nvrtc 1 <bytes> <fnv1a of the bytes>" then the CUBIN.
+// NVRTC compile + cache. Disk entries: cache_entry.h.
 #include "nvrtc_cache.h"
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cache_entry.h"
 #include "cuda_check.h"
 #include "sylva/core/file.h"
 #include "sylva/core/log.h"
@@ -16,17 +16,6 @@
 namespace sylva::cuda {
 
 namespace {
-
-uint64_t fnv1a(const std::string& text, uint64_t h = 1469598103934665603ull) {
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // RAII for an NVRTC program.
 struct Program {
@@ -70,7 +59,7 @@ std::string NvrtcCache::default_dir() {
 std::string NvrtcCache::key(const std::string& source, const std::string& arch) const {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
-  return hex(fnv1a(source, fnv1a(arch + "|nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "|")));
+  return hex64(fnv1a(source, fnv1a(arch + "|nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "|")));
 }
 
 std::string NvrtcCache::entry_path(const std::string& source, const std::string& arch) const {
@@ -86,29 +75,19 @@ std::shared_ptr<const std::string> NvrtcCache::compile(const std::string& source
   }
   const std::string path = entry_path(source, arch);
   if (!path.empty() && std::filesystem::exists(path)) {
-    std::ifstream in(path, std::ios::binary);
-    std::string magic, payload;
-    int version = 0;
-    size_t bytes = 0;
-    std::string sum;
-    in >> magic >> version >> bytes >> sum;
-    in.get();  // the newline
-    payload.resize(bytes);
-    in.read(payload.data(), static_cast<std::streamsize>(bytes));
-    if (magic == "sylva-nvrtc" && version == 1 && in.gcount() == static_cast<std::streamsize>(bytes) &&
-        hex(fnv1a(payload)) == sum) {
+    std::string why;
+    if (std::optional<std::string> payload = read_cache_entry(path, &why)) {
       ++stats_.disk_hits;
-      return memory_[k] = std::make_shared<const std::string>(std::move(payload));
+      return memory_[k] = std::make_shared<const std::string>(std::move(*payload));
     }
     ++stats_.damaged;
-    log(LogLevel::warning, "[nvrtc] kernel cache entry " + path + " is damaged; compiling again");
+    log(LogLevel::warning, "[nvrtc] kernel cache entry " + path + " is damaged (" + why + "); compiling again");
   }
   auto cubin = std::make_shared<const std::string>(nvrtc_compile(source, arch));
   ++stats_.compiles;
   if (!path.empty()) {
     std::filesystem::create_directories(dir_);
-    write_file_atomically(path, "sylva-nvrtc 1 " + std::to_string(cubin->size()) + " " + hex(fnv1a(*cubin)) + "\n" +
-                                    *cubin);
+    write_file_atomically(path, encode_cache_entry(*cubin));
   }
   return memory_[k] = cubin;
 }

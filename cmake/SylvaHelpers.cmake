@@ -29,16 +29,19 @@ install(TARGETS sylva_options EXPORT SylvaTargets)
 
 set(SYLVA_MODULES "" CACHE INTERNAL "")
 
-# sylva_program_pch(<target>...): compile the targets with the precompiled
-# header made once for sylva_cli (tools/CMakeLists.txt): the examples,
-# benchmarks, tools and corpus replays would otherwise each parse CLI11 and
-# the public API again. The targets must be compiled with sylva_cli's flags
-# (sylva_options, no extra -D or -f options), or GCC ignores the header and
-# parses the real ones (correct, only slower). The tests have their own
-# (tests/CMakeLists.txt).
-function(sylva_program_pch)
+# sylva_program(<target>...): the examples, tools, baselines and benchmark
+# drivers: compiled at SYLVA_PROGRAM_OPT (CMakeLists.txt) with the
+# precompiled header made once for sylva_cli (tools/cli/CMakeLists.txt),
+# instead of each parsing CLI11 and the public API again. The targets must
+# be compiled with sylva_cli's flags (sylva_options, no extra -D or -f
+# options); otherwise GCC warns (-Winvalid-pch, an error with -Werror).
+# The tests have their own (tests/CMakeLists.txt).
+function(sylva_program)
   foreach(target IN LISTS ARGN)
-    target_precompile_headers(${target} REUSE_FROM sylva_cli)
+    target_compile_options(${target} PRIVATE ${SYLVA_PROGRAM_OPT})
+    if(NOT target STREQUAL "sylva_cli")
+      target_precompile_headers(${target} REUSE_FROM sylva_cli)
+    endif()
   endforeach()
 endfunction()
 

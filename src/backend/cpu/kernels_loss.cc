@@ -10,7 +10,7 @@ namespace {
 using ir::OpKind;
 
 template <class T>
-using Row = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+using ConstRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T>
 using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
@@ -18,7 +18,7 @@ using MutRow = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 // model evaluates C exponentials per row, which dominate a scalar loop.
 template <class T>
 T log_sum_exp(const T* x, int64_t C) {
-  Row<T> r(x, C);
+  ConstRow<T> r(x, C);
   T m = r.maxCoeff();
   return m + std::log((r - m).exp().sum());
 }
@@ -28,7 +28,7 @@ struct Softmax {
   static void run(const KernelArgs& a) {
     const int64_t C = a.out.cols;
     for (int64_t r = 0; r < a.out.rows; ++r) {
-      Row<T> x(a.in[0].as<const T>() + r * C, C);
+      ConstRow<T> x(a.in[0].as<const T>() + r * C, C);
       MutRow<T> y(a.out.as<T>() + r * C, C);
       T lse = log_sum_exp(x.data(), C);
       if (a.node.op == OpKind::LogSoftmax)
@@ -45,8 +45,8 @@ struct SoftmaxGrad {  // (y, dy) -> y * (dy - <dy, y>) ; log-softmax: dy - exp(y
     const int64_t C = a.out.cols;
     const bool log_form = a.node.op == OpKind::LogSoftmaxGrad;
     for (int64_t r = 0; r < a.out.rows; ++r) {
-      Row<T> y(a.in[0].as<const T>() + r * C, C);
-      Row<T> dy(a.in[1].as<const T>() + r * C, C);
+      ConstRow<T> y(a.in[0].as<const T>() + r * C, C);
+      ConstRow<T> dy(a.in[1].as<const T>() + r * C, C);
       MutRow<T> dx(a.out.as<T>() + r * C, C);
       if (log_form)
         dx = dy - y.exp() * dy.sum();
@@ -106,7 +106,7 @@ struct XentGrad {
       }
       const T* x = logits.as<const T>() + r * C;
       T lse = log_sum_exp(x, C);
-      MutRow<T>(dx, C) = g * (Row<T>(x, C) - lse).exp();
+      MutRow<T>(dx, C) = g * (ConstRow<T>(x, C) - lse).exp();
       dx[l] -= g;
     }
   }

@@ -1,10 +1,9 @@
 // IOS CNN graphs (JSON): read, or a sylva::Error naming what is wrong.
 // Oracle: a graph that reads, written back (write_ios_graph, with its own
 // stages), reads to the same graph, and writing that again gives the same bytes.
-#include <fstream>
-#include <iterator>
 
 #include "fuzz_util.h"
+#include "sylva/core/file.h"
 #include "sylva/sched/ios_graph.h"
 
 namespace {
@@ -55,11 +54,6 @@ std::vector<std::vector<std::vector<std::vector<std::string>>>> stages_of(const 
   return stages;
 }
 
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -71,7 +65,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const CnnGraph again = sylva::ios::read_ios_graph(a_path);
     if (describe(again) != describe(g)) sylva::fuzz::finding("read -> write -> read changed the graph");
     sylva::ios::write_ios_graph(a_path, b_path, stages_of(again));
-    if (bytes_of(a_path) != bytes_of(b_path)) sylva::fuzz::finding("write -> read -> write is not byte-identical");
+    if (sylva::read_file(a_path) != sylva::read_file(b_path))
+      sylva::fuzz::finding("write -> read -> write is not byte-identical");
   });
   return 0;
 }

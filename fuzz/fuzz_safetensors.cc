@@ -2,10 +2,9 @@
 // float32): a file loads or is a sylva::Error before any large allocation;
 // what loads saves to bytes that load and save again byte-identical.
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #include "fuzz_util.h"
+#include "sylva/core/file.h"
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/train/checkpoint.h"
 
@@ -14,11 +13,6 @@ namespace {
 void fill(sylva::ParameterSet& ps) {
   ps.add("W", {2, 3}, sylva::Init::zeros());
   ps.add("b", {3}, sylva::Init::zeros());
-}
-
-std::string bytes_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 }  // namespace
@@ -35,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fill(again);
     const auto metadata_again = sylva::load_checkpoint(again, a_path);
     sylva::save_checkpoint(again, b_path, metadata_again);
-    if (bytes_of(a_path) != bytes_of(b_path)) sylva::fuzz::finding("save -> load -> save is not byte-identical");
+    if (sylva::read_file(a_path) != sylva::read_file(b_path))
+      sylva::fuzz::finding("save -> load -> save is not byte-identical");
     for (const char* name : {"W", "b"})
       if (std::memcmp(ps[name].value.raw(), again[name].value.raw(), ps[name].value.nbytes()) != 0)
         sylva::fuzz::finding(std::string("tensor ") + name + " changed in the round trip");

@@ -2,8 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
+
+#include "sylva/core/error.h"
+#include "sylva/core/file.h"
 
 namespace sylva::cuda {
 
@@ -70,10 +71,11 @@ std::optional<std::string> read_cache_entry(const std::string& path, std::string
   if (size > static_cast<uintmax_t>(kMaxCacheEntryBytes))
     return damaged(why, std::to_string(size) + " bytes, over the " + std::to_string(kMaxCacheEntryBytes >> 20) +
                             " MiB an entry may hold");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return damaged(why, "cannot open it");
-  const std::string entry{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return decode_cache_entry(entry, why);
+  try {
+    return decode_cache_entry(read_file(path), why);
+  } catch (const Error& e) {
+    return damaged(why, e.what());
+  }
 }
 
 }  // namespace sylva::cuda

@@ -1,6 +1,5 @@
 #include "cache_entry.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #include "sylva/core/error.h"
@@ -18,17 +17,6 @@ std::optional<std::string> damaged(std::string* why, const std::string& what) {
 }
 
 }  // namespace
-
-uint64_t fnv1a(std::string_view text, uint64_t h) {
-  for (char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  return h;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string encode_cache_entry(std::string_view payload) {
   std::string entry(kMagic);

@@ -13,15 +13,12 @@
 #include <string>
 #include <string_view>
 
+#include "sylva/core/hash.h"  // fnv1a, hex64
+
 namespace sylva::cuda {
 
 /// Entries larger than this are damage (a CUBIN of one fused kernel is KBs).
 inline constexpr int64_t kMaxCacheEntryBytes = int64_t{256} << 20;
-
-/// 64-bit FNV-1a of `text`, continuing from `h` (the offset basis by default).
-uint64_t fnv1a(std::string_view text, uint64_t h = 14695981039346656037ull);
-/// v as 16 lower-case hex digits.
-std::string hex64(uint64_t v);
 
 std::string encode_cache_entry(std::string_view payload);
 /// The payload of `entry`, or nullopt with what is wrong in `why`.

@@ -6,6 +6,8 @@
 # OpenMP: g++ brings libgomp (g++-12 -> gcc-12 -> libgcc-12-dev ships
 # libgomp.so), which is all find_package(OpenMP) needs; libomp-dev would
 # only matter for clang++. The ASan/UBSan runtimes come with gcc-12 too.
+# Open MPI (libopenmpi-dev, openmpi-bin): data-parallel training over
+# processes and its mpirun tests (docs/distributed.md).
 set -euo pipefail
 
 packages=(
@@ -13,6 +15,7 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libdnnl-dev ocl-icd-opencl-dev libyaml-cpp-dev
   coinor-libcbc-dev pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libopenmpi-dev openmpi-bin
   git ca-certificates
 )
 # --fuzz: also clang and its libFuzzer runtime (SYLVA_BUILD_FUZZERS=ON; docs/reliability.md).

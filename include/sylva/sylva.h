@@ -56,6 +56,7 @@
 #include "sylva/runtime/vocabulary.h"
 
 // train
+#include "sylva/dist/communicator.h"
 #include "sylva/dist/shard.h"
 #include "sylva/train/checkpoint.h"
 #include "sylva/train/metrics.h"

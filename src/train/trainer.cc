@@ -42,6 +42,20 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
   SYLVA_CHECK(optimizer_ != nullptr, "[trainer] no optimiser given (null unique_ptr)");
   ParamStore& store = executor_.param_store();
   on_device_ = options_.optimizer_on_device && !store.on_host() && executor_.backend().has_optimiser_kernels();
+  const dist::Communicator* comm = options_.communicator;
+  SYLVA_CHECK(!on_device_ || comm == nullptr || comm->size() == 1,
+              "[trainer] data-parallel training with the optimiser on the device needs the NCCL engine, which is "
+              "not built yet; set TrainerOptions::optimizer_on_device = false (the optimiser then runs on the host)");
+  const DataParallelOptions& po = options_.parallel;
+  SYLVA_CHECK(po.groups >= 1 && po.bucket_bytes >= 1 && po.fingerprint_every >= 0,
+              "[trainer] DataParallelOptions: groups (", po.groups, ") and bucket_bytes (", po.bucket_bytes,
+              ") must be >= 1 and fingerprint_every (", po.fingerprint_every, ") >= 0");
+  SYLVA_CHECK(!po.deterministic || comm == nullptr || po.groups >= comm->size(), "[trainer] deterministic data-parallel "
+              "training splits each batch into DataParallelOptions::groups = ", po.groups,
+              " parts, fewer than the ", comm ? comm->size() : 1, " ranks; set groups >= the world size");
+  SYLVA_CHECK(!po.deterministic || !on_device_,
+              "[trainer] deterministic data-parallel training runs the optimiser on the host; set "
+              "TrainerOptions::optimizer_on_device = false");
   if (on_device_) {
     store.set_resident(true);
     sums_ = Buffer(executor_.backend().memory());
@@ -91,6 +105,8 @@ double Trainer::device_update() {
 
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
+  if (options_.parallel.deterministic || (options_.communicator && options_.communicator->size() > 1))
+    return parallel_step(batch);
   // After a completed step only the rows the last backward touched can be
   // nonzero in row-sparse gradients (embeddings); otherwise zero densely.
   // On the device a completed step leaves them zero.
@@ -113,18 +129,26 @@ StepResult Trainer::step(const GraphBatch& batch) {
   if (options_.weight_decay > 0.0)  // decay makes a gradient dense
     for (const Parameter* p : params_.all())
       if (p->decay) sparse_.erase(p->name);
+  r.local_samples = r.samples;
+  r.local_vertices = r.vertices;
   if (on_device_) {
     r.grad_norm = device_update();
+    sparse_valid_ = true;
+    ++steps_;
   } else {
-    add_weight_decay(params_, options_.weight_decay);
-    r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
-                                           : global_grad_norm(params_, &sparse_);
-    optimizer_->step(params_, &sparse_);
-    if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
+    host_update(r);
   }
+  return r;
+}
+
+void Trainer::host_update(StepResult& r) {
+  add_weight_decay(params_, options_.weight_decay);
+  r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
+                                         : global_grad_norm(params_, &sparse_);
+  optimizer_->step(params_, &sparse_);
+  if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
   sparse_valid_ = true;
   ++steps_;
-  return r;
 }
 
 double Trainer::evaluate(const GraphBatch& batch) {

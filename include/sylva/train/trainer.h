@@ -6,6 +6,7 @@
 #include <memory>
 #include <utility>
 
+#include "sylva/dist/communicator.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
 #include "sylva/train/optimizer.h"
@@ -16,6 +17,27 @@ namespace sylva {
 enum class LossScale : uint8_t {
   per_sample,  ///< backward with seed 1 / num_samples: gradients of the mean loss per sample
   none,        ///< backward with seed 1: gradients of the loss as the program computes it
+};
+
+/// Data-parallel training (docs/distributed.md): how the ranks of
+/// TrainerOptions::communicator share a step.
+struct DataParallelOptions {
+  /// The same global batch gives bitwise-identical parameters for every
+  /// world size up to `groups`: the batch is split (by work, independently
+  /// of the world size) into `groups` parts whose gradients are computed
+  /// separately and added in group order, on every rank. Costs smaller
+  /// batches per backward and moves every group's gradient (allgatherv).
+  /// false: each rank runs its whole share as one batch, dense gradients are
+  /// allreduced in buckets and embedding rows exchanged; parameters then
+  /// agree with a one-process run to rounding (≤ 1e-6 relative, in tests).
+  bool deterministic = false;
+  /// Deterministic mode: the number of parts (≥ the world size).
+  int groups = 4;
+  /// Dense gradients are allreduced in buckets of about this many bytes.
+  int64_t bucket_bytes = int64_t{4} << 20;
+  /// Every this many steps, every rank's parameters are hashed and compared,
+  /// so replicas that drifted apart are named (0: never).
+  int fingerprint_every = 100;
 };
 
 /// What a Trainer does: how its executor runs (`executor`, passed to the
@@ -44,6 +66,16 @@ struct TrainerOptions {
   /// when sync_parameters() is called -- faster, for loops that read the
   /// parameters only now and then (checkpoints, the end of training).
   bool sync_parameters = true;
+  /// Data-parallel training: every rank of this communicator (which must
+  /// outlive the Trainer) builds the same Trainer and calls step() with the
+  /// same global batch; each runs forward/backward on its work-balanced
+  /// share (dist::shard_by_work), the gradients are combined, and every
+  /// rank applies the same update. The loss is normalised by the global
+  /// batch's sample count, so results do not depend on where samples ran.
+  /// null: this process alone. Host optimiser only (not yet with
+  /// optimizer_on_device on CUDA: that needs the NCCL engine).
+  dist::Communicator* communicator = nullptr;
+  DataParallelOptions parallel = {};
 };
 
 struct StepResult {
@@ -54,6 +86,14 @@ struct StepResult {
   double grad_norm = 0.0;
   int32_t samples = 0;
   int32_t vertices = 0;
+  /// Data-parallel steps: this rank's share (samples and vertices), the
+  /// largest rank's work over the mean (1 = perfectly balanced), and the
+  /// seconds and bytes this rank spent in collectives during the step.
+  int32_t local_samples = 0;
+  int32_t local_vertices = 0;
+  double imbalance = 1.0;
+  double comm_seconds = 0.0;
+  int64_t comm_bytes = 0;
 };
 
 /// Runs zero_grad → forward(train) → backward (seeded per TrainerOptions::
@@ -129,6 +169,9 @@ class Trainer {
   std::vector<double> host_sums_;
 
   double device_update();  // step() after backward, on the device; returns the gradient norm
+  void host_update(StepResult& r);  // step() after the gradients are final, on the host
+  StepResult parallel_step(const GraphBatch& batch);  // TrainerOptions::communicator (data_parallel.cc)
+  std::unique_ptr<dist::Communicator> self_;           // deterministic mode without a communicator
 };
 
 }  // namespace sylva

@@ -1,0 +1,402 @@
+// Trainer::step() across the ranks of TrainerOptions::communicator
+// (docs/distributed.md). Every rank holds the same global batch and the
+// same parameters; each runs forward/backward on its share, the gradients
+// are combined so that every rank holds the same global gradient, and the
+// host update (weight decay, clipping, the optimiser) then runs unchanged
+// on every rank.
+//
+// Default mode: one share per rank (dist::shard_by_work over the samples);
+// the losses and the embedding rows are gathered in one allgatherv, the
+// dense gradients allreduced in buckets. Deterministic mode: the batch is
+// split into DataParallelOptions::groups parts independently of the world
+// size, each part's gradient is computed alone, all are gathered, and
+// every rank adds them in part order, so the sums are the same bits
+// whatever the world size.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iterator>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sylva/core/error.h"
+#include "sylva/core/hash.h"
+#include "sylva/dist/shard.h"
+#include "sylva/train/trainer.h"
+
+namespace sylva {
+namespace {
+
+// Blobs of plain values, written and read in the same order.
+class BlobWriter {
+ public:
+  explicit BlobWriter(std::vector<std::byte>& out) : out_(out) {}
+  template <class T>
+  void put(const T& v) {
+    bytes(&v, sizeof v);
+  }
+  void bytes(const void* p, size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    out_.insert(out_.end(), b, b + n);
+  }
+  size_t size() const { return out_.size(); }
+  std::vector<std::byte>& out() { return out_; }
+
+ private:
+  std::vector<std::byte>& out_;
+};
+
+class BlobReader {
+ public:
+  explicit BlobReader(std::span<const std::byte> in) : in_(in) {}
+  template <class T>
+  T get() {
+    T v;
+    std::memcpy(&v, take(sizeof v), sizeof v);
+    return v;
+  }
+  const std::byte* take(size_t n) {
+    // Every rank wrote what every rank reads; a short blob is a bug here.
+    SYLVA_ASSERT(at_ + n <= in_.size(), "[trainer] data-parallel exchange: a rank's blob is shorter than its contents");
+    const std::byte* p = in_.data() + at_;
+    at_ += n;
+    return p;
+  }
+  bool done() const { return at_ == in_.size(); }
+
+ private:
+  std::span<const std::byte> in_;
+  size_t at_ = 0;
+};
+
+// A parameter's gradient as one blob entry: sparse (the listed rows) or dense.
+//   u8 sparse; sparse: i32 rows, the row ids, the rows' values; dense: every value.
+template <class T>
+void put_gradient(BlobWriter& w, const Parameter& p, const std::vector<int32_t>* rows) {
+  const T* g = p.grad.data<T>();
+  w.put<uint8_t>(rows ? 1 : 0);
+  if (!rows) {
+    w.bytes(g, static_cast<size_t>(p.grad.numel()) * sizeof(T));
+    return;
+  }
+  const int64_t cols = p.grad.shape().cols();
+  w.put(static_cast<int32_t>(rows->size()));
+  w.bytes(rows->data(), rows->size() * sizeof(int32_t));
+  for (int32_t r : *rows) w.bytes(g + static_cast<int64_t>(r) * cols, static_cast<size_t>(cols) * sizeof(T));
+}
+
+// What the blob entry of one parameter holds.
+struct GradientEntry {
+  bool sparse = false;
+  std::vector<int32_t> rows;          // copied out: blob offsets are not aligned
+  const std::byte* values = nullptr;  // T values: rows × cols (sparse) or numel (dense); not aligned
+};
+
+template <class T>
+GradientEntry get_gradient(BlobReader& rd, const Parameter& p) {
+  GradientEntry e;
+  e.sparse = rd.get<uint8_t>() != 0;
+  int64_t n = p.grad.numel();
+  if (e.sparse) {
+    const auto count = static_cast<size_t>(rd.get<int32_t>());
+    e.rows.resize(count);
+    if (count > 0) std::memcpy(e.rows.data(), rd.take(count * sizeof(int32_t)), count * sizeof(int32_t));
+    n = static_cast<int64_t>(count) * p.grad.shape().cols();
+  }
+  e.values = rd.take(static_cast<size_t>(n) * sizeof(T));
+  return e;
+}
+
+// grad[i] += values[i] for n values starting at element `at`.
+template <class T>
+void add_values(Parameter& p, int64_t at, const std::byte* values, int64_t n) {
+  T* g = p.grad.data<T>() + at;
+  for (int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, values + static_cast<size_t>(i) * sizeof(T), sizeof(T));
+    g[i] += v;
+  }
+}
+
+// Adds an entry into `p`'s gradient (whose rows it covers must be zero or
+// hold earlier entries' sums).
+template <class T>
+void add_gradient(Parameter& p, const GradientEntry& e) {
+  if (!e.sparse) {
+    add_values<T>(p, 0, e.values, p.grad.numel());
+    return;
+  }
+  const int64_t cols = p.grad.shape().cols();
+  for (size_t k = 0; k < e.rows.size(); ++k)
+    add_values<T>(p, static_cast<int64_t>(e.rows[k]) * cols, e.values + k * static_cast<size_t>(cols) * sizeof(T),
+                  cols);
+}
+
+// The union of sorted row lists.
+void merge_rows(std::vector<int32_t>& into, std::span<const int32_t> rows) {
+  std::vector<int32_t> out;
+  out.reserve(into.size() + rows.size());
+  std::set_union(into.begin(), into.end(), rows.begin(), rows.end(), std::back_inserter(out));
+  into = std::move(out);
+}
+
+const std::vector<int32_t>* rows_of(const RowSparsity& sparse, const Parameter& p) {
+  auto it = sparse.find(p.name);
+  return it == sparse.end() ? nullptr : &it->second;
+}
+
+// Which parameters are sparse in the global gradient, and with which rows:
+// sparse in every entry that was reported (a parameter dense anywhere is
+// dense), the union of the rows.
+struct GlobalSparsity {
+  std::vector<char> dense;          // per parameter
+  std::vector<char> reported;       // per parameter: some entry named it
+  std::vector<std::vector<int32_t>> rows;
+  explicit GlobalSparsity(size_t n) : dense(n, 0), reported(n, 0), rows(n) {}
+  void add(size_t k, const GradientEntry& e) {
+    reported[k] = 1;
+    if (!e.sparse) dense[k] = 1;
+    else merge_rows(rows[k], e.rows);
+  }
+  bool sparse(size_t k) const { return reported[k] && !dense[k]; }
+};
+
+// Deterministic mode: `blobs` holds every rank's parts, each
+//   i32 part, u64 bytes, f64 loss, then one gradient entry per parameter.
+// Adds them in part order into the (zero) gradients; returns the loss.
+template <class T>
+double add_parts_in_order(std::span<const std::byte> blobs, int parts, const std::vector<Parameter*>& all,
+                          RowSparsity& sparse) {
+  std::vector<std::span<const std::byte>> part(static_cast<size_t>(parts));
+  std::vector<double> loss(static_cast<size_t>(parts), 0.0);
+  BlobReader rd(blobs);
+  while (!rd.done()) {
+    const auto id = static_cast<size_t>(rd.get<int32_t>());
+    const auto bytes = rd.get<uint64_t>();
+    SYLVA_ASSERT(id < part.size() && part[id].empty(), "[trainer] data-parallel exchange: part ", id, " twice or out of range");
+    part[id] = {rd.take(bytes), bytes};
+  }
+  GlobalSparsity global(all.size());
+  double total = 0.0;
+  for (size_t id = 0; id < part.size(); ++id) {
+    if (part[id].empty()) continue;  // a part with no samples (fewer samples than parts)
+    BlobReader pr(part[id]);
+    total += pr.get<double>();
+    for (size_t k = 0; k < all.size(); ++k) {
+      const GradientEntry e = get_gradient<T>(pr, *all[k]);
+      add_gradient<T>(*all[k], e);
+      global.add(k, e);
+    }
+  }
+  sparse.clear();
+  for (size_t k = 0; k < all.size(); ++k)
+    if (global.sparse(k)) sparse[all[k]->name] = std::move(global.rows[k]);
+  return total;
+}
+
+// Default mode, after each rank's backward of its share. `mine` is this
+// rank's blob: f64 loss, u8 ran (0: no samples), then for every parameter
+// this rank's gradient holds row-sparse, i32 index and its entry.
+template <class T>
+double combine_shares(dist::Communicator& comm, double local_loss, bool ran, const RowSparsity& local_sparse,
+                      const std::vector<Parameter*>& all, int64_t bucket_bytes, RowSparsity& sparse) {
+  std::vector<std::byte> mine;
+  BlobWriter w(mine);
+  w.put(local_loss);
+  w.put<uint8_t>(ran ? 1 : 0);
+  if (ran)
+    for (size_t k = 0; k < all.size(); ++k)
+      if (const auto* rows = rows_of(local_sparse, *all[k])) {
+        w.put(static_cast<int32_t>(k));
+        put_gradient<T>(w, *all[k], rows);
+      }
+  std::vector<int64_t> counts;
+  const std::vector<std::byte> blobs = comm.allgatherv(mine, "losses and embedding rows", &counts);
+
+  // Which parameters are sparse: the ones every rank that ran reports sparse.
+  GlobalSparsity global(all.size());
+  std::vector<std::vector<std::pair<size_t, GradientEntry>>> entries(counts.size());
+  double loss = 0.0;
+  size_t at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    BlobReader rd{std::span<const std::byte>(blobs).subspan(at, static_cast<size_t>(counts[r]))};
+    at += static_cast<size_t>(counts[r]);
+    loss += rd.get<double>();
+    if (rd.get<uint8_t>() == 0) continue;
+    std::vector<char> named(all.size(), 0);
+    while (!rd.done()) {
+      const auto k = static_cast<size_t>(rd.get<int32_t>());
+      SYLVA_ASSERT(k < all.size(), "[trainer] data-parallel exchange: parameter index ", k, " out of range");
+      GradientEntry e = get_gradient<T>(rd, *all[k]);
+      named[k] = 1;
+      global.add(k, e);
+      entries[r].emplace_back(k, std::move(e));
+    }
+    for (size_t k = 0; k < all.size(); ++k)
+      if (!named[k]) global.dense[k] = 1, global.reported[k] = 1;  // this rank holds it dense
+  }
+
+  // Dense gradients: allreduced in buckets of about bucket_bytes, in parameter order.
+  std::vector<T> bucket;
+  std::string names;
+  std::vector<size_t> members;
+  int index = 0;
+  auto flush = [&] {
+    if (members.empty()) return;
+    bucket.clear();
+    for (size_t k : members) bucket.insert(bucket.end(), all[k]->grad.data<T>(), all[k]->grad.data<T>() + all[k]->grad.numel());
+    comm.allreduce_sum(std::span<T>(bucket), "bucket " + std::to_string(index++) + ": " + names);
+    size_t off = 0;
+    for (size_t k : members) {
+      std::copy_n(bucket.data() + off, all[k]->grad.numel(), all[k]->grad.data<T>());
+      off += static_cast<size_t>(all[k]->grad.numel());
+    }
+    members.clear();
+    names.clear();
+  };
+  int64_t filled = 0;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (global.sparse(k)) continue;
+    members.push_back(k);
+    names += (names.empty() ? "" : ",") + all[k]->name;
+    filled += all[k]->grad.numel() * static_cast<int64_t>(sizeof(T));
+    if (filled >= bucket_bytes) flush(), filled = 0;
+  }
+  flush();
+
+  // Embedding rows: this rank's own rows out, every rank's rows added in rank order.
+  sparse.clear();
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (!global.sparse(k)) continue;
+    Parameter& p = *all[k];
+    if (const auto* rows = rows_of(local_sparse, p); rows && ran) {
+      const int64_t cols = p.grad.shape().cols();
+      for (int32_t row : *rows) std::fill_n(p.grad.data<T>() + static_cast<int64_t>(row) * cols, cols, T{0});
+    }
+    sparse[p.name] = std::move(global.rows[k]);
+  }
+  for (const auto& rank_entries : entries)
+    for (const auto& [k, e] : rank_entries)
+      if (global.sparse(k)) add_gradient<T>(*all[k], e);
+  return loss;
+}
+
+// Every rank's hash of every parameter's value, compared with rank 0's.
+void check_replicas(dist::Communicator& comm, const std::vector<Parameter*>& all, int64_t step) {
+  std::vector<uint64_t> hashes;
+  for (const Parameter* p : all)
+    hashes.push_back(fnv1a(std::string_view(static_cast<const char*>(p->value.raw()), p->value.nbytes())));
+  const std::vector<std::byte> every =
+      comm.allgatherv(std::as_bytes(std::span(hashes)), "parameter fingerprints");
+  SYLVA_ASSERT(every.size() == hashes.size() * sizeof(uint64_t) * static_cast<size_t>(comm.size()),
+               "[trainer] parameter fingerprints of different lengths");
+  std::vector<uint64_t> h(every.size() / sizeof(uint64_t));
+  std::memcpy(h.data(), every.data(), every.size());
+  for (int r = 1; r < comm.size(); ++r)
+    for (size_t k = 0; k < all.size(); ++k)
+      SYLVA_CHECK(h[static_cast<size_t>(r) * all.size() + k] == h[k],
+                  "[trainer] after step ", step, " rank ", r, "'s parameter '", all[k]->name,
+                  "' differs from rank 0's: the replicas diverged (every rank must build the same model from the "
+                  "same seed and be given the same batches)");
+}
+
+}  // namespace
+
+StepResult Trainer::parallel_step(const GraphBatch& batch) {
+  dist::Communicator* comm = options_.communicator;
+  if (comm == nullptr) {
+    if (!self_) self_ = dist::self_communicator();
+    comm = self_.get();
+  }
+  const double seconds_before = comm->seconds();
+  const int64_t bytes_before = comm->bytes_sent();
+  const DataParallelOptions& po = options_.parallel;
+  const int world = comm->size();
+  const int32_t n = batch.num_samples();
+  std::vector<int64_t> work(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) work[static_cast<size_t>(i)] = batch.sample(i).num_vertices();
+
+  // The units of work this rank runs: its share, or its parts.
+  std::vector<std::vector<int>> units;
+  dist::Shards by_rank;
+  if (po.deterministic) {
+    dist::Shards parts = dist::shard_by_work(work, po.groups);
+    by_rank = dist::shard_by_work(parts.work, world);
+    units = std::move(parts.samples);
+  } else {
+    by_rank = dist::shard_by_work(work, world);
+    units = {by_rank.samples[static_cast<size_t>(comm->rank())]};
+  }
+  const std::vector<int> mine = po.deterministic ? by_rank.samples[static_cast<size_t>(comm->rank())] : std::vector<int>{0};
+
+  params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+  sparse_valid_ = false;
+  StepResult r;
+  r.samples = n;
+  r.vertices = batch.num_vertices();
+  r.imbalance = by_rank.imbalance();
+  const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / n : 1.0;
+  const std::vector<Parameter*> all = params_.all();
+  const DType dtype = params_.dtype();
+
+  std::vector<std::byte> parts_blob;
+  BlobWriter w(parts_blob);
+  double local_loss = 0.0;
+  bool ran = false;
+  RowSparsity local_sparse;
+  for (int u : mine) {
+    const std::vector<int>& samples = units[static_cast<size_t>(u)];
+    if (samples.empty()) continue;
+    std::vector<const InputGraph*> graphs;
+    for (int i : samples) graphs.push_back(&batch.sample(i));
+    const GraphBatch share(std::move(graphs));
+    r.local_samples += share.num_samples();
+    r.local_vertices += share.num_vertices();
+    executor_.forward(share, Mode::train);
+    const double loss = executor_.scalar(loss_);
+    executor_.backward(loss_, seed);
+    ran = true;
+    if (!po.deterministic) {
+      local_loss = loss;
+      local_sparse = executor_.sparse_grads();
+      continue;
+    }
+    // This part's gradient into the blob, then zeroed for the next part.
+    const RowSparsity& part_sparse = executor_.sparse_grads();
+    w.put(static_cast<int32_t>(u));
+    const size_t length_at = w.size();
+    w.put(uint64_t{0});
+    w.put(loss);
+    dispatch_floating(dtype, [&](auto t) {
+      using T = decltype(t);
+      for (const Parameter* p : all) put_gradient<T>(w, *p, rows_of(part_sparse, *p));
+    });
+    const uint64_t length = w.size() - length_at - sizeof(uint64_t);
+    std::memcpy(w.out().data() + length_at, &length, sizeof length);
+    params_.zero_grad(&part_sparse);
+  }
+
+  dispatch_floating(dtype, [&](auto t) {
+    using T = decltype(t);
+    if (po.deterministic) {
+      const std::vector<std::byte> blobs = comm->allgatherv(parts_blob, "part gradients");
+      r.loss = add_parts_in_order<T>(blobs, po.groups, all, sparse_);
+    } else {
+      r.loss = combine_shares<T>(*comm, local_loss, ran, local_sparse, all, po.bucket_bytes, sparse_);
+    }
+  });
+  SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_, " (summed over ", world,
+              " ranks); no parameter was updated. Lower the learning rate or enable clip_norm");
+  if (options_.weight_decay > 0.0)  // decay makes a gradient dense
+    for (const Parameter* p : all)
+      if (p->decay) sparse_.erase(p->name);
+  host_update(r);
+  if (po.fingerprint_every > 0 && world > 1 && steps_ % po.fingerprint_every == 0) check_replicas(*comm, all, steps_);
+  r.comm_seconds = comm->seconds() - seconds_before;
+  r.comm_bytes = comm->bytes_sent() - bytes_before;
+  return r;
+}
+
+}  // namespace sylva

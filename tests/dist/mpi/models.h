@@ -1,0 +1,33 @@
+// The models the data-parallel tests train (Tree-LSTM, Var-LSTM, a random
+// DAG network), small and in float64, with seeded data.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sylva/sylva.h"
+
+namespace sylva::mpi_test {
+
+struct ModelCase {
+  std::string name;
+  std::unique_ptr<ParameterSet> ps;
+  Program program{DType::f64};
+  Symbol loss;
+  std::vector<InputGraph> data;
+  std::shared_ptr<void> keep;  // the example model object the program came from
+};
+
+/// "tree_lstm" (examples/common Tree-LSTM on a synthetic treebank),
+/// "var_lstm" (the LSTM language model on random chains) or "dag" (a
+/// gather_reduce network on random DAGs), each with `samples` samples; the
+/// same seed gives the same parameters and data.
+ModelCase make_model(const std::string& name, uint64_t seed, int samples = 40);
+
+/// The optimiser each case trains with (Adam, SGD with clipping, Adagrad
+/// with weight decay: between them the sparse and dense update paths).
+std::unique_ptr<Optimizer> make_optimizer(const std::string& name);
+TrainerOptions trainer_options(const std::string& name);
+
+}  // namespace sylva::mpi_test

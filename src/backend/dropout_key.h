@@ -18,6 +18,13 @@ inline uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/// The vertex row r's numbers are keyed on: ExecContext::row_vertex (else
+/// r), mapped through ExecContext::vertex_key when set.
+inline uint64_t dropout_vertex(const ExecContext& ctx, int64_t r) {
+  const int64_t v = ctx.row_vertex ? ctx.row_vertex[r] : r;
+  return static_cast<uint64_t>(ctx.vertex_key ? static_cast<int64_t>(ctx.vertex_key[v]) : v);
+}
+
 /// The stream's base key for this call: keyed by the node the mask was
 /// written as (attrs.ref when a pass re-emitted it), so reordering F keeps it.
 inline uint64_t dropout_base(const ExecContext& ctx, const ir::Node& node) {

@@ -197,7 +197,8 @@ struct Executor::Impl {
     schedule = Schedule::build(b, options.policy);
     preprocess = std::chrono::steady_clock::now() - t0;
     ++step;
-    ExecContext ctx{mode == Mode::train, options.seed, step, nullptr};
+    ExecContext ctx{mode == Mode::train, options.seed, step, nullptr,
+                    b.vertex_keys().empty() ? nullptr : b.vertex_keys().data()};
     store.upload_values();  // a device: what the host changed (everything, unless the store is resident)
     const ir::Graph& g = program.graph();
     for (NodeId id : program_plan.order) {
@@ -431,6 +432,8 @@ void Executor::forward(const GraphBatch& batch, Mode mode) {
   DenormalScope flush;  // see sylva/core/denormals.h
   reporting_out_of_memory("forward()", &batch, [&] { impl_->forward(batch, mode); });
 }
+
+void Executor::set_step(uint64_t step) { impl_->step = step; }
 
 Tensor Executor::value(Symbol s) const {
   SYLVA_CHECK(s.graph() == &impl_->program.graph(), "[executor] symbol is not from this executor's program");

@@ -25,6 +25,24 @@ GraphBatch GraphBatch::of(std::span<const InputGraph> samples) {
   return GraphBatch(std::move(ptrs));
 }
 
+GraphBatch GraphBatch::subset(std::span<const int> samples) const {
+  std::vector<const InputGraph*> graphs;
+  std::vector<char> taken(samples_.size(), 0);
+  for (int s : samples) {
+    SYLVA_CHECK(s >= 0 && static_cast<size_t>(s) < samples_.size(), "[graph_batch] subset: sample ", s,
+                " out of range [0, ", samples_.size(), ")");
+    SYLVA_CHECK(!taken[static_cast<size_t>(s)], "[graph_batch] subset: sample ", s, " listed twice");
+    taken[static_cast<size_t>(s)] = 1;
+    graphs.push_back(samples_[static_cast<size_t>(s)]);
+  }
+  GraphBatch out(std::move(graphs));
+  out.vertex_keys_.reserve(static_cast<size_t>(out.num_vertices()));
+  for (int s : samples)
+    for (int32_t v = sample_offsets_[static_cast<size_t>(s)]; v < sample_offsets_[static_cast<size_t>(s) + 1]; ++v)
+      out.vertex_keys_.push_back(vertex_keys_.empty() ? v : vertex_keys_[static_cast<size_t>(v)]);
+  return out;
+}
+
 int32_t GraphBatch::sample_of(int32_t v) const {
   SYLVA_CHECK(v >= 0 && v < num_vertices(), "[graph_batch] vertex ", v, " out of range [0, ", num_vertices(), ")");
   auto it = std::upper_bound(sample_offsets_.begin(), sample_offsets_.end(), v);

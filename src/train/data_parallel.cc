@@ -349,11 +349,10 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   for (int u : mine) {
     const std::vector<int>& samples = units[static_cast<size_t>(u)];
     if (samples.empty()) continue;
-    std::vector<const InputGraph*> graphs;
-    for (int i : samples) graphs.push_back(&batch.sample(i));
-    const GraphBatch share(std::move(graphs));
+    const GraphBatch share = batch.subset(samples);  // dropout drawn as on the whole batch
     r.local_samples += share.num_samples();
     r.local_vertices += share.num_vertices();
+    executor_.set_step(static_cast<uint64_t>(steps_));
     executor_.forward(share, Mode::train);
     const double loss = executor_.scalar(loss_);
     executor_.backward(loss_, seed);

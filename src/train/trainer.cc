@@ -116,6 +116,7 @@ StepResult Trainer::step(const GraphBatch& batch) {
     executor_.param_store().zero_grads({});
   }
   sparse_valid_ = false;
+  executor_.set_step(static_cast<uint64_t>(steps_));  // dropout keyed by the training step
   executor_.forward(batch, Mode::train);
   StepResult r;
   r.loss = executor_.scalar(loss_);

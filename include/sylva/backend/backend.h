@@ -25,6 +25,11 @@ struct ExecContext {
   /// Global vertex id of each output row (random ops key on it so every
   /// batching policy draws the same numbers); nullptr: the row index.
   const int32_t* row_vertex = nullptr;
+  /// Per global vertex, the id random ops key on instead of the vertex id
+  /// (GraphBatch::vertex_keys(): a share of a larger batch keys on the
+  /// larger batch's ids, so data-parallel ranks draw what one process
+  /// would); nullptr: the vertex id itself.
+  const int32_t* vertex_key = nullptr;
 };
 
 struct KernelArgs {

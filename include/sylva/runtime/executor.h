@@ -116,6 +116,12 @@ class Executor {
 
   /// Schedules the batch (BFS or serial) and evaluates every node.
   void forward(const GraphBatch& batch, Mode mode);
+  /// Random ops (dropout) key on a step counter that forward() advances
+  /// by one before it runs: set_step(k) makes the next forward() draw as
+  /// step k + 1. The Trainer sets its own step count before each training
+  /// forward, so masks follow the training step, not how many forwards
+  /// (evaluations, data-parallel parts) ran before.
+  void set_step(uint64_t step);
   /// Value of a program symbol after forward(): [rows, cols] for rowed
   /// values (vertex order), the declared shape otherwise. A copy.
   Tensor value(Symbol s) const;

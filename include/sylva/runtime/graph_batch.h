@@ -19,6 +19,14 @@ class GraphBatch {
   explicit GraphBatch(std::vector<const InputGraph*> samples);
   /// Convenience: all graphs of a contiguous range.
   static GraphBatch of(std::span<const InputGraph> samples);
+  /// The batch of samples `samples` (indices into this batch, each at most
+  /// once) in that order, whose random numbers (dropout) are drawn as in
+  /// this batch: vertex_keys() maps each of its vertices to this batch's id
+  /// of that vertex. Data-parallel ranks run subsets of one global batch.
+  GraphBatch subset(std::span<const int> samples) const;
+  /// Per vertex, the id random ops key on (see subset()); empty: the
+  /// vertex ids themselves.
+  const std::vector<int32_t>& vertex_keys() const { return vertex_keys_; }
 
   int32_t num_samples() const { return static_cast<int32_t>(samples_.size()); }
   int32_t num_vertices() const { return static_cast<int32_t>(offsets_.size() - 1); }
@@ -43,6 +51,7 @@ class GraphBatch {
   std::vector<int32_t> offsets_{0};
   std::vector<int32_t> children_;
   int32_t max_arity_ = 0;
+  std::vector<int32_t> vertex_keys_;
   mutable std::map<std::string, std::vector<int32_t>> ids_;
 };
 

@@ -78,8 +78,7 @@ struct DropoutMask {
     const T keep = static_cast<T>(1.0 / (1.0 - p));
     const uint64_t base = dropout_base(a.ctx, a.node);
     for (int64_t r = 0; r < R; ++r) {
-      uint64_t v = static_cast<uint64_t>(a.ctx.row_vertex ? a.ctx.row_vertex[r] : r);
-      uint64_t row_key = mix(base ^ (v * 0xD6E8FEB86659FD93ull));
+      uint64_t row_key = mix(base ^ (dropout_vertex(a.ctx, r) * 0xD6E8FEB86659FD93ull));
       for (int64_t c = 0; c < C; ++c) {
         double u = static_cast<double>(mix(row_key + static_cast<uint64_t>(c)) >> 11) * 0x1.0p-53;
         out[r * C + c] = u < p ? T(0) : keep;

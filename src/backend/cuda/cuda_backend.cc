@@ -411,8 +411,13 @@ class CudaBackend final : public Backend {
       case OpKind::DropoutMask: {
         const double p = a.ctx.training ? a.node.attrs.alpha : 0.0;  // p = 0: every mask value is 1
         const int32_t* vertices = nullptr;
-        if (a.ctx.training && a.ctx.row_vertex)
+        if (a.ctx.training && a.ctx.vertex_key) {  // each row's key, composed here
+          std::vector<int32_t> keys(static_cast<size_t>(a.out.rows));
+          for (int64_t r = 0; r < a.out.rows; ++r) keys[static_cast<size_t>(r)] = static_cast<int32_t>(dropout_vertex(a.ctx, r));
+          vertices = upload(std::span<const int32_t>(keys), {}).first;
+        } else if (a.ctx.training && a.ctx.row_vertex) {
           vertices = upload(std::span<const int32_t>(a.ctx.row_vertex, static_cast<size_t>(a.out.rows)), {}).first;
+        }
         const uint64_t base = a.ctx.training ? dropout_base(a.ctx, a.node) : 0;
         check(cuda_kernels::dropout_mask(a.out.data, a.out.rows, a.out.cols, base, vertices, p, f64, s));
         break;

@@ -16,7 +16,7 @@ ModelCase make_model(const std::string& name, uint64_t seed, int samples) {
   std::mt19937_64 rng(seed * 31 + 5);
   if (name == "tree_lstm") {
     examples::Treebank bank = examples::synthetic_treebank(seed, samples, 0, 0);
-    examples::TreeLstmConfig cfg{.vocab = static_cast<int64_t>(bank.vocab.size()), .dim = 6, .hidden = 5, .classes = 5, .dropout = 0.0,
+    examples::TreeLstmConfig cfg{.vocab = static_cast<int64_t>(bank.vocab.size()), .dim = 6, .hidden = 5, .classes = 5, .dropout = 0.25,
                                  .dtype = DType::f64};
     examples::add_tree_lstm_params(*m.ps, cfg);
     auto model = std::make_shared<examples::TreeLstmModel>(*m.ps, cfg);
@@ -26,7 +26,7 @@ ModelCase make_model(const std::string& name, uint64_t seed, int samples) {
     m.data = std::move(bank.train);
   } else if (name == "var_lstm") {
     constexpr int32_t vocab = 30;
-    examples::LstmLmConfig cfg{.vocab = vocab, .embed = 6, .hidden = 5, .layers = 2, .dtype = DType::f64};
+    examples::LstmLmConfig cfg{.vocab = vocab, .embed = 6, .hidden = 5, .layers = 2, .dropout = 0.2, .dtype = DType::f64};
     examples::add_lstm_lm_params(*m.ps, cfg);
     auto model = std::make_shared<examples::LstmLm>(*m.ps, cfg);
     m.program = model->program;

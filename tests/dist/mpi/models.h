@@ -1,5 +1,6 @@
 // The models the data-parallel tests train (Tree-LSTM, Var-LSTM, a random
-// DAG network), small and in float64, with seeded data.
+// DAG network), small and in float64, with seeded data; the two LSTMs
+// with dropout (masks must not depend on how a batch is shared).
 #pragma once
 
 #include <memory>

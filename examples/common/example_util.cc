@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 namespace sylva::examples {
 
@@ -38,6 +40,46 @@ std::string Series::summary(int precision) const {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%.*f (%.*f..%.*f)", precision, median(), precision, min(), precision, max());
   return buf;
+}
+
+std::unique_ptr<dist::Communicator> make_communicator(bool distributed) {
+  if (!distributed && !dist::launched_by_mpi()) return nullptr;
+  std::unique_ptr<dist::Communicator> comm = dist::mpi_communicator();
+  if (comm->rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+    SYLVA_THROW("[examples] cannot silence the output of rank ", comm->rank());
+  return comm;
+}
+
+void RankTally::add(const StepResult& r) {
+  samples += r.local_samples;
+  vertices += r.local_vertices;
+  comm_seconds += r.comm_seconds;
+  comm_bytes += r.comm_bytes;
+  sparse_bytes += r.sparse_bytes;
+  sparse_table_bytes += r.sparse_table_bytes;
+  imbalance_sum += r.imbalance;
+  ++steps;
+}
+
+void print_rank_balance(dist::Communicator& comm, const RankTally& mine, const std::string& who, std::FILE* log) {
+  const std::vector<std::byte> all = comm.allgatherv(std::as_bytes(std::span(&mine, 1)), "rank tallies");
+  std::vector<RankTally> t(all.size() / sizeof(RankTally));
+  std::memcpy(t.data(), all.data(), t.size() * sizeof(RankTally));
+  if (!log || t.empty()) return;
+  double mean = 0;
+  for (const RankTally& r : t) mean += static_cast<double>(r.vertices) / static_cast<double>(t.size());
+  for (size_t r = 0; r < t.size(); ++r) {
+    const auto per_step = [&](int64_t bytes) {
+      return t[r].steps > 0 ? static_cast<double>(bytes) / 1e6 / static_cast<double>(t[r].steps) : 0.0;
+    };
+    std::fprintf(log, "[%s] rank %zu: %ld samples, %ld vertices (%.3f x mean) | collectives %.2f s | sent per step "
+                 "%.3f MB, of which embedding rows %.3f MB (whole tables: %.3f MB) | mean step imbalance %.3f\n",
+                 who.c_str(), r, static_cast<long>(t[r].samples), static_cast<long>(t[r].vertices),
+                 mean > 0 ? static_cast<double>(t[r].vertices) / mean : 1.0, t[r].comm_seconds,
+                 per_step(t[r].comm_bytes), per_step(t[r].sparse_bytes), per_step(t[r].sparse_table_bytes),
+                 t[r].steps > 0 ? t[r].imbalance_sum / static_cast<double>(t[r].steps) : 1.0);
+  }
+  std::fflush(log);
 }
 
 }  // namespace sylva::examples

@@ -2,6 +2,7 @@
 // durations for progress lines, median and spread of repeated measurements.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,23 @@ namespace sylva::examples {
 /// "adagrad", "adam" or "sgd" with learning rate `lr`; anything else is a
 /// sylva::Error tagged with `who` (the example's name).
 std::unique_ptr<Optimizer> make_optimizer(const std::string& name, double lr, const std::string& who);
+
+/// The communicator of a data-parallel run: MPI when `distributed` or when
+/// started by mpirun (dist::launched_by_mpi()), else null (one process).
+/// Every rank runs the whole program; ranks other than 0 get their stdout
+/// sent to /dev/null (stderr stays, for errors).
+std::unique_ptr<dist::Communicator> make_communicator(bool distributed);
+
+/// A rank's share of an epoch's steps (StepResult's local_* and comm_*).
+struct RankTally {
+  int64_t samples = 0, vertices = 0, steps = 0, comm_bytes = 0, sparse_bytes = 0, sparse_table_bytes = 0;
+  double comm_seconds = 0.0, imbalance_sum = 0.0;
+  void add(const StepResult& r);
+};
+/// Every rank's tally (a collective: every rank calls it), one line per
+/// rank to `log` on rank 0: samples, vertices against the mean, seconds and
+/// bytes in collectives, and the mean per-step imbalance.
+void print_rank_balance(dist::Communicator& comm, const RankTally& mine, const std::string& who, std::FILE* log);
 
 /// "12m05s", or "1h02m" from an hour on.
 std::string format_duration(double seconds);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "command_line.h"
+#include "example_util.h"
 #include "lm_training.h"
 #include "ptb.h"
 
@@ -60,8 +61,13 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
   app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
   app.add_flag("--check-numerics", o.check_numerics,
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
+  DistributedFlags distributed;
+  add_distributed_flags(app, distributed);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
+    const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
+    o.comm = comm.get();
+    o.deterministic = distributed.deterministic;
     o.policy = parse_policy(policy);
     o.model.dtype = float64 ? DType::f64 : DType::f32;
     std::vector<std::string> looked;

@@ -49,7 +49,15 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
                   {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
                                 .threads = o.threads, .check_numerics = o.check_numerics},
-                   .clip_norm = o.clip, .sync_parameters = false});  // synced before each checkpoint
+                   .clip_norm = o.clip,
+                   .optimizer_on_device = o.comm == nullptr,  // data-parallel: the host optimiser (no NCCL yet)
+                   .sync_parameters = false,  // synced before each checkpoint
+                   .communicator = o.comm, .parallel = {.deterministic = o.deterministic}});
+  const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
+  if (!rank0) log = nullptr;
+  if (log && o.comm)
+    std::fprintf(log, "[%s] data-parallel: world size %d over %s%s\n", o.name.c_str(), o.comm->size(),
+                 std::string(o.comm->engine()).c_str(), o.deterministic ? ", deterministic" : "");
   if (log) {
     const LstmLmConfig& m = o.model;
     std::fprintf(log,
@@ -83,9 +91,11 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
     Timer timer, progress;
     double loss = 0;
     int64_t tokens = 0;
+    RankTally tally;
     for (size_t b = 0; b < batches; ++b) {
       GraphBatch gb = batch_of(data.train, order, b * static_cast<size_t>(o.batch), static_cast<size_t>(o.batch));
       StepResult r = trainer.step(gb);
+      tally.add(r);
       loss += r.loss;
       tokens += predicted_tokens(gb);
       if (log && (progress.seconds() >= o.progress_seconds || b + 1 == batches)) {
@@ -117,9 +127,10 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
       std::fprintf(log, "[%s] profile of epoch %ld (training steps only):\n%s", o.name.c_str(),
                    static_cast<long>(epoch), profiler.report().c_str());
     }
+    if (o.profile && o.comm) print_rank_balance(*o.comm, tally, o.name, log);
     result.epochs.push_back(e);
     trainer.sync_parameters();  // the ParameterSet is current from here (a device keeps them otherwise)
-    if (!o.checkpoint.empty())
+    if (!o.checkpoint.empty() && rank0)
       save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}, {"valid_ppl", std::to_string(e.valid_ppl)}});
     if (log) {
       std::fprintf(log, "[%s] epoch %ld done in %s | lr %.4g | train ppl %.2f | valid ppl %.2f | %.0f words/s\n",

@@ -38,6 +38,11 @@ struct LmTrainOptions {
   bool profile = false;  // print where the training time went after every epoch (sylva::Profiler)
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
   std::string name = "lm";  // prefixes log lines
+  /// Data-parallel training (docs/distributed.md): every rank calls train_lm
+  /// with the same options; rank 0 logs and writes the checkpoint. null:
+  /// this process alone.
+  dist::Communicator* comm = nullptr;
+  bool deterministic = false;  // DataParallelOptions::deterministic
 };
 
 struct LmEpoch {

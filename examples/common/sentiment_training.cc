@@ -44,13 +44,20 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
                   {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
                                 .threads = o.threads, .check_numerics = o.check_numerics},
                    .clip_norm = o.clip, .weight_decay = o.l2,
-                   .sync_parameters = false});  // synced before each checkpoint
+                   .optimizer_on_device = o.comm == nullptr,  // data-parallel: the host optimiser (no NCCL yet)
+                   .sync_parameters = false,  // synced before each checkpoint
+                   .communicator = o.comm, .parallel = {.deterministic = o.deterministic}});
+  const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
+  if (!rank0) log = nullptr;
   if (log)
     std::fprintf(log, "model: %s cell d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
                  tree_lstm_cell_name(cfg.cell), static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden),
                  static_cast<long>(ps.numel()),
                  o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
                  o.threads, o.device.c_str());
+  if (log && o.comm)
+    std::fprintf(log, "data-parallel: world size %d over %s%s\n", o.comm->size(), std::string(o.comm->engine()).c_str(),
+                 o.deterministic ? ", deterministic" : "");
 
   std::mt19937_64 rng(o.seed);
   std::vector<size_t> order(tb.train.size());
@@ -68,8 +75,10 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
     Timer timer, progress;
     double loss_sum = 0;
     int64_t sentences = 0;
+    RankTally tally;
     for (size_t b = 0; b < batches.size(); ++b) {
       StepResult r = trainer.step(batches[b]);
+      tally.add(r);
       loss_sum += r.loss;
       sentences += r.samples;
       if (log && (progress.seconds() >= o.progress_seconds || b + 1 == batches.size())) {
@@ -89,6 +98,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
       std::fprintf(log, "profile of epoch %ld (training steps only):\n%s", static_cast<long>(epoch),
                    profiler.report().c_str());
     }
+    if (o.profile && o.comm) print_rank_balance(*o.comm, tally, "tree_lstm", log);
     trainer.sync_parameters();  // the ParameterSet is current after each epoch (a device keeps them otherwise)
     RootAccuracy dev = evaluate(trainer, model, tb.dev);
     RootAccuracy test = evaluate(trainer, model, tb.test);
@@ -97,7 +107,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
       result.best_epoch = static_cast<int>(epoch);
       result.best_dev = dev;
       result.best_test = test;
-      if (!o.checkpoint.empty()) save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}});
+      if (!o.checkpoint.empty() && rank0) save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}});
     }
     if (log) {
       std::fprintf(log, "epoch %ld done in %s (%.1f sent/s) | dev root fine %.2f%% binary %.2f%%%s\n",

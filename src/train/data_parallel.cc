@@ -201,7 +201,7 @@ double add_parts_in_order(std::span<const std::byte> blobs, int parts, const std
 // this rank's gradient holds row-sparse, i32 index and its entry.
 template <class T>
 double combine_shares(dist::Communicator& comm, double local_loss, bool ran, const RowSparsity& local_sparse,
-                      const std::vector<Parameter*>& all, int64_t bucket_bytes, RowSparsity& sparse) {
+                      const std::vector<Parameter*>& all, int64_t bucket_bytes, RowSparsity& sparse, StepResult& result) {
   std::vector<std::byte> mine;
   BlobWriter w(mine);
   w.put(local_loss);
@@ -213,6 +213,7 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
         put_gradient<T>(w, *all[k], rows);
       }
   std::vector<int64_t> counts;
+  result.sparse_bytes = static_cast<int64_t>(mine.size());
   const std::vector<std::byte> blobs = comm.allgatherv(mine, "losses and embedding rows", &counts);
 
   // Which parameters are sparse: the ones every rank that ran reports sparse.
@@ -271,6 +272,7 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
   for (size_t k = 0; k < all.size(); ++k) {
     if (!global.sparse(k)) continue;
     Parameter& p = *all[k];
+    result.sparse_table_bytes += p.grad.numel() * static_cast<int64_t>(sizeof(T));
     if (const auto* rows = rows_of(local_sparse, p); rows && ran) {
       const int64_t cols = p.grad.shape().cols();
       for (int32_t row : *rows) std::fill_n(p.grad.data<T>() + static_cast<int64_t>(row) * cols, cols, T{0});
@@ -383,7 +385,7 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
       const std::vector<std::byte> blobs = comm->allgatherv(parts_blob, "part gradients");
       r.loss = add_parts_in_order<T>(blobs, po.groups, all, sparse_);
     } else {
-      r.loss = combine_shares<T>(*comm, local_loss, ran, local_sparse, all, po.bucket_bytes, sparse_);
+      r.loss = combine_shares<T>(*comm, local_loss, ran, local_sparse, all, po.bucket_bytes, sparse_, r);
     }
   });
   SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_, " (summed over ", world,

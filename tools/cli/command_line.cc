@@ -64,6 +64,14 @@ void add_threads_flag(CLI::App& app, int& threads) {
   app.add_option("--threads", threads, "Threads for GEMMs")->check(kThreads)->capture_default_str();
 }
 
+void add_distributed_flags(CLI::App& app, DistributedFlags& flags) {
+  app.add_flag("--distributed", flags.distributed,
+               "Data-parallel training over MPI: run under mpirun, one rank per process (implied when started "
+               "by mpirun)");
+  app.add_flag("--deterministic", flags.deterministic,
+               "Data-parallel: the same parameters, bit for bit, for any world size up to 4 (slower steps)");
+}
+
 void add_device_flag(CLI::App& app, std::string& device) {
   app.add_option("--device", device, "cpu | cuda | cuda:N")
       ->check(CLI::Validator(

@@ -89,11 +89,16 @@ struct StepResult {
   /// Data-parallel steps: this rank's share (samples and vertices), the
   /// largest rank's work over the mean (1 = perfectly balanced), and the
   /// seconds and bytes this rank spent in collectives during the step.
+  /// Default mode: sparse_bytes of those were this rank's embedding rows
+  /// (ids and values), where exchanging the row-sparse tables whole would
+  /// have been sparse_table_bytes.
   int32_t local_samples = 0;
   int32_t local_vertices = 0;
   double imbalance = 1.0;
   double comm_seconds = 0.0;
   int64_t comm_bytes = 0;
+  int64_t sparse_bytes = 0;
+  int64_t sparse_table_bytes = 0;
 };
 
 /// Runs zero_grad → forward(train) → backward (seeded per TrainerOptions::

@@ -226,9 +226,11 @@ class MpiCommunicator final : public Communicator {
   }
 
   // Polls until every request completed (true) or the deadline passed
-  // (false). Spins for the first 50 µs (loopback collectives finish in
-  // microseconds), then sleeps between polls so a waiting rank leaves the
-  // core to the ranks still computing.
+  // (false). Open MPI moves a nonblocking collective on only inside MPI
+  // calls, so a collective of many rounds (a large allreduce) is as fast
+  // as the polling: poll back to back, yielding the core to any other
+  // runnable thread, for the first 100 ms; after that a rank is waiting for
+  // a much slower one (or a dead one), and polls every millisecond.
   bool wait(std::vector<MPI_Request>& requests) const {
     const auto start = std::chrono::steady_clock::now();
     while (true) {
@@ -240,11 +242,10 @@ class MpiCommunicator final : public Communicator {
         stuck_ = true;
         return false;
       }
-      const auto waited = now - start;
-      if (waited > std::chrono::milliseconds(20))
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
-      else if (waited > std::chrono::microseconds(50))
-        std::this_thread::sleep_for(std::chrono::microseconds(10));
+      if (now - start > std::chrono::milliseconds(100))
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      else
+        std::this_thread::yield();
     }
   }
 

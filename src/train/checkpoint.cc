@@ -185,35 +185,36 @@ nlohmann::json read_header(int fd, uint64_t header_len, const std::string& path)
   return header;
 }
 
-// Checks that the file holds exactly the parameters of the set, each with
-// the set's dtype, the parameter's shape and data_offsets spanning its bytes.
-void check_entries(const ParameterSet& ps, const std::vector<Entry>& entries, const std::string& path) {
+// Checks that the file holds exactly the expected tensors (`what` names
+// them: "the parameter set"), each with its dtype and shape and
+// data_offsets spanning its bytes.
+void check_entries(const std::map<std::string, Tensor*>& expected, const std::string& what,
+                   const std::vector<Entry>& entries, const std::string& path) {
   std::set<std::string> in_file;
   std::vector<std::string> unexpected, missing;
   for (const Entry& e : entries) {
     in_file.insert(e.name);
-    if (!ps.contains(e.name)) unexpected.push_back(e.name);
+    if (!expected.count(e.name)) unexpected.push_back(e.name);
   }
-  for (const Parameter* p : ps.all())
-    if (!in_file.count(p->name)) missing.push_back(p->name);
+  for (const auto& [name, t] : expected)
+    if (!in_file.count(name)) missing.push_back(name);
   if (!missing.empty() || !unexpected.empty())
-    fail(path, "tensors do not match the parameter set; missing from file: [", join(missing),
+    fail(path, "tensors do not match ", what, "; missing from file: [", join(missing),
               "]; unexpected in file: [", join(unexpected), "]");
 
-  const std::string want_dtype = safetensors_dtype(ps.dtype());
-  const size_t elem = dtype_size(ps.dtype());
   for (const Entry& e : entries) {
-    const Parameter& p = ps[e.name];
+    const Tensor& t = *expected.at(e.name);
+    const std::string want_dtype = safetensors_dtype(t.dtype());
+    const size_t elem = dtype_size(t.dtype());
     if (e.dtype != want_dtype)
-      fail(path, "tensor '", e.name, "' has dtype \"", e.dtype, "\", expected \"", want_dtype,
-                "\" (the parameter set's dtype)");
-    if (e.shape != p.value.shape().dims())
-      fail(path, "tensor '", e.name, "' has shape ", shape_str(e.shape), ", expected ",
-                p.value.shape().str());
-    if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(p.value.numel()) * elem)
+      fail(path, "tensor '", e.name, "' has dtype \"", e.dtype, "\", expected \"", want_dtype, "\" (", what,
+                "'s dtype)");
+    if (e.shape != t.shape().dims())
+      fail(path, "tensor '", e.name, "' has shape ", shape_str(e.shape), ", expected ", t.shape().str());
+    if (e.end < e.begin || e.end - e.begin != static_cast<uint64_t>(t.numel()) * elem)
       fail(path, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end, "] do not span the ",
-                static_cast<uint64_t>(p.value.numel()) * elem, " bytes of a ", want_dtype, " tensor of shape ",
-                p.value.shape().str());
+                static_cast<uint64_t>(t.numel()) * elem, " bytes of a ", want_dtype, " tensor of shape ",
+                t.shape().str());
   }
 }
 
@@ -240,17 +241,19 @@ void check_tiling(const std::vector<Entry>& entries, uint64_t data_size, const s
 
 }  // namespace
 
-void save_checkpoint(const ParameterSet& ps, const std::string& path,
-                     const std::map<std::string, std::string>& metadata) {
+void save_tensors(const std::vector<std::pair<std::string, const Tensor*>>& tensors, const std::string& path,
+                  const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
-  for (const Parameter* p : ps.all()) {
-    if (p->name == kMetadataKey) fail(path, "parameter name '", kMetadataKey, "' is reserved by safetensors");
-    const uint64_t bytes = p->value.nbytes();
-    header[p->name] = {{"dtype", safetensors_dtype(p->value.dtype())},
-                       {"shape", p->value.shape().dims()},
-                       {"data_offsets", {offset, offset + bytes}}};
+  std::set<std::string> names;
+  for (const auto& [name, t] : tensors) {
+    if (name == kMetadataKey) fail(path, "tensor name '", kMetadataKey, "' is reserved by safetensors");
+    if (!names.insert(name).second) fail(path, "tensor name '", name, "' given twice");
+    const uint64_t bytes = t->nbytes();
+    header[name] = {{"dtype", safetensors_dtype(t->dtype())},
+                    {"shape", t->shape().dims()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string text;
@@ -273,7 +276,7 @@ void save_checkpoint(const ParameterSet& ps, const std::string& path,
   }
   write_all(fd.get(), len, sizeof len, path, tmp.path);
   write_all(fd.get(), text.data(), text.size(), path, tmp.path);
-  for (const Parameter* p : ps.all()) write_all(fd.get(), p->value.raw(), p->value.nbytes(), path, tmp.path);
+  for (const auto& [name, t] : tensors) write_all(fd.get(), t->raw(), t->nbytes(), path, tmp.path);
   if (::fsync(fd.get()) != 0) fail(path, "fsync of '", tmp.path, "' failed: ", errno_text(errno));
   if (fd.close() != 0) fail(path, "close of '", tmp.path, "' failed: ", errno_text(errno));
   if (::rename(tmp.path.c_str(), path.c_str()) != 0)
@@ -282,7 +285,10 @@ void save_checkpoint(const ParameterSet& ps, const std::string& path,
   sync_directory(path);
 }
 
-std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::string& path) {
+std::map<std::string, std::string> load_tensors(const std::vector<std::pair<std::string, Tensor*>>& tensors,
+                                                const std::string& path, const std::string& what) {
+  std::map<std::string, Tensor*> expected;
+  for (const auto& [name, t] : tensors) expected[name] = t;
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) fail(path, "cannot open: ", errno_text(errno));
   struct stat st {};
@@ -302,16 +308,29 @@ std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::
     else
       entries.push_back(parse_entry(path, name, value));
   }
-  check_entries(ps, entries, path);
+  check_entries(expected, what, entries, path);
   const uint64_t data_start = 8 + header_len;
   check_tiling(entries, file_size - data_start, path);
 
   // Every check that can fail on a well-formed read has passed; only I/O errors remain.
   for (const Entry& e : entries) {
-    Tensor& value = ps[e.name].value;
+    Tensor& value = *expected.at(e.name);
     read_all(fd.get(), value.raw(), value.nbytes(), data_start + e.begin, path);
   }
   return metadata;
+}
+
+void save_checkpoint(const ParameterSet& ps, const std::string& path,
+                     const std::map<std::string, std::string>& metadata) {
+  std::vector<std::pair<std::string, const Tensor*>> tensors;
+  for (const Parameter* p : ps.all()) tensors.emplace_back(p->name, &p->value);
+  save_tensors(tensors, path, metadata);
+}
+
+std::map<std::string, std::string> load_checkpoint(ParameterSet& ps, const std::string& path) {
+  std::vector<std::pair<std::string, Tensor*>> tensors;
+  for (Parameter* p : ps.all()) tensors.emplace_back(p->name, &p->value);
+  return load_tensors(tensors, path, "the parameter set");
 }
 
 }  // namespace sylva

@@ -1,6 +1,9 @@
 #include "sylva/train/optimizer.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -76,6 +79,60 @@ void Optimizer::reset() {
   counts_.clear();
   where_ = Where::none;
   device_ = nullptr;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Optimizer::checkpoint_tensors(ParameterSet& params) {
+  SYLVA_CHECK(where_ != Where::device, "[", name(), "] the optimiser's state is on ", device_ ? device_->name() : "a device",
+              "; checkpoints of device state are not built yet (train with TrainerOptions::optimizer_on_device = "
+              "false to save and resume)");
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (Parameter* p : params.all()) {
+    std::vector<Tensor>& s = host_state(*p);
+    for (size_t k = 0; k < s.size(); ++k) out.emplace_back(p->name + "/" + std::to_string(k), &s[k]);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> Optimizer::checkpoint_counters() const {
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%.17g", lr_);  // round-trips a double exactly
+  std::map<std::string, std::string> m{{"sylva.optimizer", std::string(name())},
+                                       {"sylva.optimizer.steps", std::to_string(steps_)},
+                                       {"sylva.optimizer.lr", lr}};
+  for (const auto& [param, count] : counts_) m["sylva.optimizer.count." + param] = std::to_string(count);
+  return m;
+}
+
+void Optimizer::restore_counters(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  auto value = [&](const std::string& key) -> const std::string& {
+    auto it = metadata.find(key);
+    SYLVA_CHECK(it != metadata.end(), "[", name(), "] checkpoint '", path, "' has no '", key,
+                "' (not written by Trainer::save_state?)");
+    return it->second;
+  };
+  SYLVA_CHECK(value("sylva.optimizer") == name(), "[", name(), "] checkpoint '", path, "' holds the state of a ",
+              value("sylva.optimizer"), " optimiser, not ", name());
+  auto integer = [&](const std::string& key, const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    SYLVA_CHECK(!text.empty() && *end == '\0' && errno == 0 && v >= 0, "[", name(), "] checkpoint '", path, "': '",
+                key, "' is \"", text, "\", not a step count");
+    return static_cast<int64_t>(v);
+  };
+  const std::string& lr_text = value("sylva.optimizer.lr");
+  char* end = nullptr;
+  const double lr = std::strtod(lr_text.c_str(), &end);
+  SYLVA_CHECK(!lr_text.empty() && *end == '\0' && std::isfinite(lr) && lr >= 0.0, "[", name(), "] checkpoint '", path,
+              "': 'sylva.optimizer.lr' is \"", lr_text, "\", not a learning rate");
+  const int64_t steps = integer("sylva.optimizer.steps", value("sylva.optimizer.steps"));
+  std::map<std::string, int64_t> counts;
+  const std::string prefix = "sylva.optimizer.count.";
+  for (const auto& [key, text] : metadata)
+    if (key.compare(0, prefix.size(), prefix) == 0) counts[key.substr(prefix.size())] = integer(key, text);
+  lr_ = lr;
+  steps_ = steps;
+  counts_ = std::move(counts);
 }
 
 void Optimizer::claim(Where w, const Backend* device) {

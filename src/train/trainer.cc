@@ -1,8 +1,13 @@
 #include "sylva/train/trainer.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <iterator>
+#include <span>
+#include <vector>
 
 #include "sylva/core/error.h"
+#include "sylva/train/checkpoint.h"
 
 namespace sylva {
 namespace {
@@ -150,6 +155,67 @@ void Trainer::host_update(StepResult& r) {
   if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
   sparse_valid_ = true;
   ++steps_;
+}
+
+namespace {
+
+// The tensors of a trainer checkpoint: parameters, then the optimiser's state.
+std::vector<std::pair<std::string, Tensor*>> state_tensors(ParameterSet& params, Optimizer& optimizer) {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (Parameter* p : params.all()) out.emplace_back("param/" + p->name, &p->value);
+  for (auto& [name, t] : optimizer.checkpoint_tensors(params)) out.emplace_back("opt/" + name, t);
+  return out;
+}
+
+constexpr const char* kStepsKey = "sylva.trainer.steps";
+
+}  // namespace
+
+void Trainer::save_state(const std::string& path, const std::map<std::string, std::string>& metadata) {
+  for (const auto& [key, value] : metadata)
+    SYLVA_CHECK(key.compare(0, 6, "sylva.") != 0, "[trainer] save_state: metadata key '", key,
+                "' starts with \"sylva.\", which Sylva's own entries use");
+  sync_parameters();
+  std::string failure;
+  dist::Communicator* comm = options_.communicator;
+  if (comm == nullptr || comm->rank() == 0) {
+    try {
+      std::map<std::string, std::string> all = metadata;
+      all.merge(optimizer_->checkpoint_counters());
+      all[kStepsKey] = std::to_string(steps_);
+      std::vector<std::pair<std::string, const Tensor*>> tensors;
+      for (const auto& [name, t] : state_tensors(params_, *optimizer_)) tensors.emplace_back(name, t);
+      save_tensors(tensors, path, all);
+    } catch (const Error& e) {
+      if (comm == nullptr || comm->size() == 1) throw;
+      failure = e.what();
+    }
+  }
+  if (comm != nullptr && comm->size() > 1) {  // every rank learns whether the file is there
+    const std::vector<std::byte> said = comm->allgatherv(std::as_bytes(std::span(failure)), "checkpoint written");
+    if (!said.empty())
+      SYLVA_THROW("[trainer] rank 0 could not write the checkpoint: ",
+                  std::string(reinterpret_cast<const char*>(said.data()), said.size()));
+  }
+}
+
+std::map<std::string, std::string> Trainer::load_state(const std::string& path) {
+  std::map<std::string, std::string> metadata = load_tensors(state_tensors(params_, *optimizer_), path,
+                                                             "this trainer's parameters and optimiser state");
+  optimizer_->restore_counters(metadata, path);
+  auto it = metadata.find(kStepsKey);
+  SYLVA_CHECK(it != metadata.end(), "[trainer] checkpoint '", path, "' has no '", kStepsKey,
+              "' (written by save_checkpoint, which holds only parameters? use load_checkpoint for it)");
+  char* end = nullptr;
+  const long long steps = std::strtoll(it->second.c_str(), &end, 10);
+  SYLVA_CHECK(!it->second.empty() && *end == '\0' && steps >= 0, "[trainer] checkpoint '", path, "': '", kStepsKey,
+              "' is \"", it->second, "\", not a step count");
+  steps_ = steps;
+  sparse_valid_ = false;  // the gradients are zeroed densely before the next step
+  parameters_changed_on_host();
+  for (auto i = metadata.begin(); i != metadata.end();)
+    i = i->first.compare(0, 6, "sylva.") == 0 ? metadata.erase(i) : std::next(i);
+  return metadata;
 }
 
 double Trainer::evaluate(const GraphBatch& batch) {

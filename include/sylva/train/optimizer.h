@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sylva/backend/backend.h"
@@ -66,6 +67,19 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   /// Drops all per-parameter state; the next step starts afresh.
   void reset();
+  /// For checkpoints (Trainer::save_state): every parameter's host state
+  /// tensors, named "<parameter>/<k>" (made at their initial value where
+  /// no step has touched the parameter yet, so the set depends only on the
+  /// parameters), to read or to overwrite. sylva::Error while the state is
+  /// on a device (checkpoints of device state are not built yet).
+  std::vector<std::pair<std::string, Tensor*>> checkpoint_tensors(ParameterSet& params);
+  /// The counters a checkpoint needs besides the tensors (the optimiser's
+  /// name, steps(), the learning rate exactly, each parameter's step count),
+  /// as metadata with keys "sylva.optimizer*"; restore_counters() reads
+  /// them back, naming `path` and the key when one is missing or malformed
+  /// or the checkpoint is another optimiser's.
+  std::map<std::string, std::string> checkpoint_counters() const;
+  void restore_counters(const std::map<std::string, std::string>& metadata, const std::string& path);
   /// "sgd", "adagrad", "adam": the tag of error messages.
   virtual std::string_view name() const = 0;
   /// Whether step() with `sparse` changes only the listed rows of the

@@ -3,7 +3,9 @@
 
 #include <concepts>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "sylva/dist/communicator.h"
@@ -154,6 +156,21 @@ class Trainer {
   /// to date (TrainerOptions::sync_parameters does it after every step).
   /// Nothing to do otherwise.
   void sync_parameters();
+  /// Writes a checkpoint from which training continues exactly as this run
+  /// would: the parameters ("param/<name>"), the optimiser's state
+  /// ("opt/<name>/<k>") and counters, the step count, and the caller's
+  /// `metadata` (epoch, position in the data, its data-order RNG: keys must
+  /// not start with "sylva."), as safetensors, atomically. Data-parallel:
+  /// every rank calls it; rank 0 writes (all ranks hold the same state) and
+  /// every rank returns once the file is in place, or throws rank 0's error.
+  /// A run of any world size can resume it (load_state).
+  void save_state(const std::string& path, const std::map<std::string, std::string>& metadata = {});
+  /// Reads a save_state() checkpoint into this trainer's parameters,
+  /// optimiser and step count, and returns the caller's metadata. The
+  /// trainer must have the saving run's parameters (names, shapes) and
+  /// optimiser kind; anything else is a sylva::Error naming the file.
+  std::map<std::string, std::string> load_state(const std::string& path);
+
   /// With the optimiser on the device: the ParameterSet's values were
   /// changed on the host (a checkpoint loaded, a table overwritten); the
   /// next step uploads them. Nothing to do otherwise (every forward uploads).

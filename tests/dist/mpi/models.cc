@@ -9,10 +9,10 @@
 
 namespace sylva::mpi_test {
 
-ModelCase make_model(const std::string& name, uint64_t seed, int samples) {
+ModelCase make_model(const std::string& name, uint64_t seed, int samples, uint64_t init_seed) {
   ModelCase m;
   m.name = name;
-  m.ps = std::make_unique<ParameterSet>(DType::f64, seed);
+  m.ps = std::make_unique<ParameterSet>(DType::f64, init_seed != 0 ? init_seed : seed);
   std::mt19937_64 rng(seed * 31 + 5);
   if (name == "tree_lstm") {
     examples::Treebank bank = examples::synthetic_treebank(seed, samples, 0, 0);

@@ -23,8 +23,9 @@ struct ModelCase {
 /// "tree_lstm" (examples/common Tree-LSTM on a synthetic treebank),
 /// "var_lstm" (the LSTM language model on random chains) or "dag" (a
 /// gather_reduce network on random DAGs), each with `samples` samples; the
-/// same seed gives the same parameters and data.
-ModelCase make_model(const std::string& name, uint64_t seed, int samples = 40);
+/// same seed gives the same data, and the same parameters unless
+/// `init_seed` (nonzero) seeds them instead.
+ModelCase make_model(const std::string& name, uint64_t seed, int samples = 40, uint64_t init_seed = 0);
 
 /// The optimiser each case trains with (Adam, SGD with clipping, Adagrad
 /// with weight decay: between them the sparse and dense update paths).

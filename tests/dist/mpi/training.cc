@@ -6,7 +6,12 @@
 // sample and one of three (fewer samples than ranks: idle ranks).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -89,6 +94,76 @@ TEST_P(DataParallel, DeterministicModeGivesTheOneProcessBits) {
 
 INSTANTIATE_TEST_SUITE_P(Models, DataParallel, testing::Values(std::string("tree_lstm"), std::string("var_lstm"), std::string("dag")),
                          [](const auto& p) { return p.param; });
+
+// A trainer on its own model, stepped through kBatchSizes[from, to).
+struct Session {
+  ModelCase m;
+  std::unique_ptr<Trainer> trainer;
+  Session(const std::string& model, dist::Communicator* comm, DataParallelOptions parallel, uint64_t init_seed)
+      : m(make_model(model, 11, 40, init_seed)) {
+    TrainerOptions o = trainer_options(model);
+    o.communicator = comm;
+    o.parallel = parallel;
+    trainer = std::make_unique<Trainer>(m.program, *m.ps, m.loss, make_optimizer(model), o);
+  }
+  void steps(size_t from, size_t to) {
+    size_t next = 0;
+    for (size_t s = 0; s < from; ++s) next += static_cast<size_t>(kBatchSizes[s]);
+    for (size_t s = from; s < to; ++s) {
+      std::vector<const InputGraph*> samples;
+      for (int i = 0; i < kBatchSizes[s]; ++i) samples.push_back(&m.data[next++ % m.data.size()]);
+      trainer->step(GraphBatch(samples));
+    }
+  }
+  bool same_bits(const Session& other) const {
+    const auto a = m.ps->all(), b = other.m.ps->all();
+    for (size_t k = 0; k < a.size(); ++k)
+      if (std::memcmp(a[k]->value.raw(), b[k]->value.raw(), a[k]->value.nbytes()) != 0) return false;
+    return true;
+  }
+};
+
+// A path every rank agrees on (rank 0's choice, broadcast).
+std::string shared_path(const std::string& what) {
+  std::string path = testing::TempDir() + "sylva_" + what + "_" + std::to_string(::getpid()) + ".safetensors";
+  std::vector<std::byte> bytes(256, std::byte{0});
+  std::memcpy(bytes.data(), path.data(), std::min<size_t>(path.size(), 255));
+  world().broadcast(bytes, 0, "checkpoint path");
+  return std::string(reinterpret_cast<const char*>(bytes.data()));
+}
+
+// Training N steps equals training k, saving, resuming at another world
+// size and training N - k: bitwise, in deterministic mode, 1 -> world and
+// world -> 1, the resumed runs starting from differently initialised models.
+TEST_P(DataParallel, ResumingAtAnotherWorldSizeGivesTheSameBits) {
+  const DataParallelOptions det{.deterministic = true};
+  const size_t n = kBatchSizes.size(), k = 2;
+  Session straight(GetParam(), nullptr, det, 11);
+  straight.steps(0, n);
+
+  const std::string path = shared_path("resume_" + GetParam());
+  if (world().rank() == 0) {  // the first k steps in one process
+    Session alone(GetParam(), nullptr, det, 11);
+    alone.steps(0, k);
+    alone.trainer->save_state(path, {{"epoch", "1"}});
+  }
+  world().barrier("saved by one process");
+  Session ranks(GetParam(), &world(), det, 99);
+  EXPECT_EQ(ranks.trainer->load_state(path), (std::map<std::string, std::string>{{"epoch", "1"}}));
+  EXPECT_EQ(ranks.trainer->steps(), static_cast<int64_t>(k));
+  ranks.steps(k, n);
+  EXPECT_TRUE(ranks.same_bits(straight)) << "1 process -> " << world().size() << " ranks";
+
+  Session first(GetParam(), &world(), det, 11);  // the first k steps on every rank, saved by rank 0
+  first.steps(0, k);
+  first.trainer->save_state(path, {{"epoch", "2"}});
+  Session alone(GetParam(), nullptr, det, 98);
+  EXPECT_EQ(alone.trainer->load_state(path), (std::map<std::string, std::string>{{"epoch", "2"}}));
+  alone.steps(k, n);
+  EXPECT_TRUE(alone.same_bits(straight)) << world().size() << " ranks -> 1 process";
+  world().barrier("read by every rank");
+  if (world().rank() == 0) std::remove(path.c_str());
+}
 
 TEST(DataParallelOptions, DeterministicModeNeedsAtLeastAsManyGroupsAsRanks) {
   ModelCase m = make_model("dag", 1);

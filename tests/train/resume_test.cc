@@ -1,0 +1,108 @@
+// Trainer::save_state / load_state: training N steps equals training k,
+// saving, resuming in a fresh trainer (differently initialised) and training
+// N - k, bit for bit, for every optimiser; and what a bad checkpoint says.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sylva/sylva.h"
+#include "support/test_util.h"
+
+namespace sylva {
+namespace {
+
+using test::error_of;
+
+// A tree network with an embedding table (row-sparse gradients) and
+// dropout (masks keyed by the training step).
+struct Model {
+  ParameterSet ps;
+  Program program{DType::f64};
+  Symbol loss;
+  std::unique_ptr<Trainer> trainer;
+  std::vector<InputGraph> data;
+
+  Model(const std::string& optimizer, uint64_t init_seed) : ps(DType::f64, init_seed) {
+    ps.add("E", {7, 4}, Init::uniform(-1, 1)).decay = false;
+    ps.add("W", {8, 4}, Init::glorot());
+    ps.add("Ws", {4, 3}, Init::glorot());
+    VertexFunction f("f", 4, DType::f64);
+    Symbol h = dropout(tanh(matmul(concat({f.pull(4), f.gather_reduce()}), f.param(ps["W"]))), 0.3);
+    f.scatter(h);
+    f.push(h);
+    Symbol hs = program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x")));
+    loss = softmax_cross_entropy(matmul(hs, program.param(ps["Ws"])), program.input_ids("labels"));
+    std::unique_ptr<Optimizer> opt;
+    if (optimizer == "adam") opt = std::make_unique<Adam>(AdamOptions{.lr = 0.01});
+    else if (optimizer == "adagrad") opt = std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1});
+    else opt = std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
+    trainer = std::make_unique<Trainer>(program, ps, loss, std::move(opt),
+                                        TrainerOptions{.executor = {.seed = 5}, .weight_decay = 1e-3});
+    std::mt19937_64 rng(17);
+    for (int s = 0; s < 24; ++s) {
+      InputGraph g = random_tree(rng, 8, 2, false, "tree " + std::to_string(s));
+      test::attach_random_ids(rng, g, 7, 3);
+      data.push_back(std::move(g));
+    }
+  }
+  void steps(int from, int to) {
+    for (int s = from; s < to; ++s) {
+      std::vector<const InputGraph*> batch;
+      for (int i = 0; i < 4; ++i) batch.push_back(&data[static_cast<size_t>((4 * s + i) % 24)]);
+      trainer->step(GraphBatch(batch));
+    }
+  }
+};
+
+std::string temp_path(const std::string& name) { return testing::TempDir() + "sylva_resume_" + name + ".safetensors"; }
+
+class Resume : public testing::TestWithParam<std::string> {};
+
+TEST_P(Resume, KStepsSavedAndResumedEqualNStraight) {
+  Model straight(GetParam(), 1);
+  straight.steps(0, 5);
+  const std::string path = temp_path(GetParam());
+  Model first(GetParam(), 1);
+  first.steps(0, 2);
+  first.trainer->save_state(path, {{"epoch", "3"}, {"data.rng", "12345"}});
+  Model resumed(GetParam(), 2);  // other initial values: everything must come from the file
+  const std::map<std::string, std::string> meta = resumed.trainer->load_state(path);
+  EXPECT_EQ(meta, (std::map<std::string, std::string>{{"data.rng", "12345"}, {"epoch", "3"}}));
+  EXPECT_EQ(resumed.trainer->steps(), 2);
+  EXPECT_EQ(resumed.trainer->optimizer().steps(), 2);
+  resumed.steps(2, 5);
+  for (const Parameter* p : straight.ps.all())
+    EXPECT_EQ(std::memcmp(p->value.raw(), resumed.ps[p->name].value.raw(), p->value.nbytes()), 0)
+        << p->name << " differs (relative " << test::relative_error(p->value, resumed.ps[p->name].value) << ")";
+  std::remove(path.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, Resume, testing::Values(std::string("adam"), std::string("adagrad"),
+                                                             std::string("momentum")),
+                         [](const auto& p) { return p.param; });
+
+TEST(ResumeErrors, SayWhatIsWrongWithTheFile) {
+  const std::string path = temp_path("errors");
+  Model adam("adam", 1);
+  adam.steps(0, 1);
+  adam.trainer->save_state(path);
+  Model sgd("momentum", 1);
+  EXPECT_CONTAINS(error_of([&] { sgd.trainer->load_state(path); }),
+                  "tensors do not match this trainer's parameters and optimiser state; missing from file: []; "
+                  "unexpected in file: [opt/E/1, opt/W/1, opt/Ws/1]");
+  save_checkpoint(adam.ps, path);  // parameters only
+  EXPECT_CONTAINS(error_of([&] { adam.trainer->load_state(path); }), "tensors do not match this trainer's");
+  EXPECT_CONTAINS(error_of([&] { adam.trainer->load_state(path + ".missing"); }), "cannot open");
+  EXPECT_CONTAINS(error_of([&] { adam.trainer->save_state(path, {{"sylva.mine", "x"}}); }),
+                  "metadata key 'sylva.mine' starts with \"sylva.\"");
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace sylva

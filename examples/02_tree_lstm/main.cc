@@ -47,6 +47,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-train", max_train, "Use only the first N training trees (0 = all)")
       ->check(kNonNegative)->capture_default_str();
   app.add_option("--checkpoint", o.checkpoint, "Write the best-dev parameters here (safetensors)")->check(kWritablePath);
+  app.add_option("--save-state", o.save_state,
+                 "Write everything --resume needs here after every epoch (parameters, optimiser, data order)")
+      ->check(kWritablePath);
+  app.add_option("--resume", o.resume, "Continue from a --save-state file with the epoch after it")
+      ->check(CLI::ExistingFile);
   app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")
       ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 #include <vector>
 
 namespace sylva::examples {
@@ -40,6 +42,30 @@ std::string Series::summary(int precision) const {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%.*f (%.*f..%.*f)", precision, median(), precision, min(), precision, max());
   return buf;
+}
+
+std::string rng_text(const std::mt19937_64& rng) {
+  std::ostringstream os;
+  os << rng;
+  return os.str();
+}
+
+void restore_rng(std::mt19937_64& rng, const std::map<std::string, std::string>& meta, const std::string& path) {
+  auto it = meta.find("data.rng");
+  SYLVA_CHECK(it != meta.end(), "[examples] '", path, "' has no 'data.rng' (not written by --save-state?)");
+  std::istringstream is(it->second);
+  is >> rng;
+  SYLVA_CHECK(!is.fail(), "[examples] '", path, "': 'data.rng' is not the state of a mt19937_64");
+}
+
+int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+  auto it = meta.find(key);
+  SYLVA_CHECK(it != meta.end(), "[examples] '", path, "' has no '", key, "' (not written by --save-state?)");
+  char* end = nullptr;
+  const long long v = std::strtoll(it->second.c_str(), &end, 10);
+  SYLVA_CHECK(!it->second.empty() && *end == '\0', "[examples] '", path, "': '", key, "' is \"", it->second,
+              "\", not an integer");
+  return v;
 }
 
 std::unique_ptr<dist::Communicator> make_communicator(bool distributed) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,13 @@ struct RankTally {
 /// rank to `log` on rank 0: samples, vertices against the mean, seconds and
 /// bytes in collectives, and the mean per-step imbalance.
 void print_rank_balance(dist::Communicator& comm, const RankTally& mine, const std::string& who, std::FILE* log);
+
+/// Resumable training state of the examples (Trainer::save_state metadata):
+/// a data-order RNG as text and back, and integers read back by key;
+/// sylva::Error naming `path` and the key when missing or malformed.
+std::string rng_text(const std::mt19937_64& rng);
+void restore_rng(std::mt19937_64& rng, const std::map<std::string, std::string>& meta, const std::string& path);
+int64_t meta_int(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path);
 
 /// "12m05s", or "1h02m" from an hour on.
 std::string format_duration(double seconds);

@@ -55,6 +55,11 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
       ->check(kNonNegative)->capture_default_str();
   app.add_option("--checkpoint", o.checkpoint, "Write the parameters here after every epoch (safetensors)")
       ->check(kWritablePath);
+  app.add_option("--save-state", o.save_state,
+                 "Write everything --resume needs here after every epoch (parameters, optimiser, data order)")
+      ->check(kWritablePath);
+  app.add_option("--resume", o.resume, "Continue from a --save-state file with the epoch after it")
+      ->check(CLI::ExistingFile);
   app.add_option("--progress-seconds", o.progress_seconds, "Seconds between progress lines")
       ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");

@@ -1,6 +1,7 @@
 #include "lm_training.h"
 
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <numeric>
 #include <random>
@@ -77,16 +78,30 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   if (o.max_batches > 0) batches = std::min(batches, static_cast<size_t>(o.max_batches));
 
   LmTrainResult result;
+  int64_t first_epoch = 1;
+  if (!o.resume.empty()) {
+    const std::map<std::string, std::string> meta = trainer.load_state(o.resume);
+    first_epoch = meta_int(meta, "epoch", o.resume) + 1;
+    restore_rng(rng, meta, o.resume);
+    SYLVA_CHECK(first_epoch <= o.epochs, "[", o.name, "] ", o.resume, " is the state after epoch ", first_epoch - 1,
+                "; --epochs ", o.epochs, " leaves nothing to train (give the total number of epochs)");
+    if (log)
+      std::fprintf(log, "[%s] resumed from %s after epoch %ld\n", o.name.c_str(), o.resume.c_str(),
+                   static_cast<long>(first_epoch - 1));
+  }
   Timer total;
   double train_seconds = 0;
   Profiler profiler;
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     const double lr = lm_learning_rate(o, epoch);
     if (o.profile) {
       profiler.reset();
       trainer.executor().set_observer(profiler.observer());
     }
     trainer.optimizer().set_learning_rate(lr);
+    // Each epoch shuffles the identity, so the data order is a function of
+    // the RNG's state alone (what --save-state keeps).
+    std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     Timer timer, progress;
     double loss = 0;
@@ -130,6 +145,8 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
     if (o.profile && o.comm) print_rank_balance(*o.comm, tally, o.name, log);
     result.epochs.push_back(e);
     trainer.sync_parameters();  // the ParameterSet is current from here (a device keeps them otherwise)
+    if (!o.save_state.empty())  // data-parallel: rank 0 writes
+      trainer.save_state(o.save_state, {{"epoch", std::to_string(epoch)}, {"data.rng", rng_text(rng)}});
     if (!o.checkpoint.empty() && rank0)
       save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}, {"valid_ppl", std::to_string(e.valid_ppl)}});
     if (log) {

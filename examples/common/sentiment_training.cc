@@ -1,8 +1,10 @@
 #include "sentiment_training.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "example_util.h"
 
@@ -63,13 +65,33 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   std::vector<size_t> order(tb.train.size());
   std::iota(order.begin(), order.end(), 0);
   SentimentTrainResult result;
+  int64_t first_epoch = 1;
+  if (!o.resume.empty()) {
+    const std::map<std::string, std::string> meta = trainer.load_state(o.resume);
+    first_epoch = meta_int(meta, "epoch", o.resume) + 1;
+    restore_rng(rng, meta, o.resume);
+    SYLVA_CHECK(first_epoch <= o.epochs, "[", "tree_lstm", "] ", o.resume, " is the state after epoch ", first_epoch - 1,
+                "; --epochs ", o.epochs, " leaves nothing to train (give the total number of epochs)");
+    result.best_epoch = static_cast<int>(meta_int(meta, "best.epoch", o.resume));
+    for (auto [acc, name] : {std::pair{&result.best_dev, "dev"}, std::pair{&result.best_test, "test"}}) {
+      const std::string k = std::string("best.") + name + ".";
+      acc->fine_correct = meta_int(meta, k + "fine_correct", o.resume);
+      acc->fine_total = meta_int(meta, k + "fine_total", o.resume);
+      acc->binary_correct = meta_int(meta, k + "binary_correct", o.resume);
+      acc->binary_total = meta_int(meta, k + "binary_total", o.resume);
+    }
+    if (log) std::fprintf(log, "resumed from %s after epoch %ld\n", o.resume.c_str(), static_cast<long>(first_epoch - 1));
+  }
   Timer total;
   Profiler profiler;
-  for (int64_t epoch = 1; epoch <= o.epochs; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch <= o.epochs; ++epoch) {
     if (o.profile) {
       profiler.reset();
       trainer.executor().set_observer(profiler.observer());
     }
+    // Each epoch shuffles the identity, so the data order is a function of
+    // the RNG's state alone (what --save-state keeps).
+    std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), rng);
     std::vector<GraphBatch> batches = batches_of(tb.train, order, o.batch);
     Timer timer, progress;
@@ -108,6 +130,18 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
       result.best_dev = dev;
       result.best_test = test;
       if (!o.checkpoint.empty() && rank0) save_checkpoint(ps, o.checkpoint, {{"epoch", std::to_string(epoch)}});
+    }
+    if (!o.save_state.empty()) {
+      std::map<std::string, std::string> meta{{"epoch", std::to_string(epoch)}, {"data.rng", rng_text(rng)},
+                                              {"best.epoch", std::to_string(result.best_epoch)}};
+      for (auto [acc, name] : {std::pair{&result.best_dev, "dev"}, std::pair{&result.best_test, "test"}}) {
+        const std::string k = std::string("best.") + name + ".";
+        meta[k + "fine_correct"] = std::to_string(acc->fine_correct);
+        meta[k + "fine_total"] = std::to_string(acc->fine_total);
+        meta[k + "binary_correct"] = std::to_string(acc->binary_correct);
+        meta[k + "binary_total"] = std::to_string(acc->binary_total);
+      }
+      trainer.save_state(o.save_state, meta);  // data-parallel: rank 0 writes
     }
     if (log) {
       std::fprintf(log, "epoch %ld done in %s (%.1f sent/s) | dev root fine %.2f%% binary %.2f%%%s\n",

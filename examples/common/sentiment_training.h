@@ -26,6 +26,12 @@ struct SentimentTrainOptions {
   std::string device = "cpu";  // cpu | cuda | cuda:N (Device::parse)
   uint64_t seed = 1;
   std::string checkpoint;        // written at every new best dev epoch if set
+  /// Trainer::save_state after every epoch (parameters, optimiser, step,
+  /// epoch, shuffling RNG, best epoch so far) if set; `resume` continues
+  /// from such a file with the epoch after it, exactly as the saving run
+  /// would have.
+  std::string save_state;
+  std::string resume;
   double progress_seconds = 5.0;
   bool profile = false;  // print where the training time went after every epoch
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)

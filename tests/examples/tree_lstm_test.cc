@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "sentiment_eval.h"
+#include "sentiment_training.h"
+#include "sylva/core/file.h"
 #include "support/test_util.h"
 #include "tree_lstm_model.h"
 #include "treebank.h"
@@ -95,6 +97,32 @@ TEST(TreeLstm, LearnsTheSyntheticTreebank) {
       trainer.step(GraphBatch::of(std::span(tb.train).subspan(b, std::min<size_t>(20, tb.train.size() - b))));
   double acc = dev_accuracy();
   EXPECT_GT(acc, majority + 0.15) << "dev root accuracy " << acc << " vs majority " << majority;
+}
+
+// The example's loop: two epochs straight, or one, saved, and resumed for
+// the second, give the same state file after epoch 2 (parameters,
+// optimiser, step, shuffling RNG, best epoch) byte for byte.
+TEST(TreeLstm, TrainingLoopResumesExactly) {
+  const Treebank tb = synthetic_treebank(5, 120, 40, 40);
+  SentimentTrainOptions o;
+  o.model = {.dim = 8, .hidden = 8, .dropout = 0.3};
+  o.optimizer = "adam";
+  o.lr = 0.01;
+  o.batch = 16;
+  o.epochs = 2;
+  const std::string dir = testing::TempDir();
+  o.save_state = dir + "tree_straight.safetensors";
+  const SentimentTrainResult straight = train_sentiment(tb, o, nullptr);
+  o.epochs = 1;
+  o.save_state = dir + "tree_first.safetensors";
+  train_sentiment(tb, o, nullptr);
+  o.epochs = 2;
+  o.resume = o.save_state;
+  o.save_state = dir + "tree_resumed.safetensors";
+  const SentimentTrainResult resumed = train_sentiment(tb, o, nullptr);
+  EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
+  EXPECT_EQ(resumed.best_test.fine_correct, straight.best_test.fine_correct);
+  EXPECT_EQ(read_file(dir + "tree_resumed.safetensors"), read_file(dir + "tree_straight.safetensors"));
 }
 
 TEST(TreeLstm, SyntheticLabelsFollowTheCompositionRule) {

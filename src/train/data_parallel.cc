@@ -196,6 +196,40 @@ double add_parts_in_order(std::span<const std::byte> blobs, int parts, const std
   return total;
 }
 
+// Every dense gradient (not sparse in `global`), allreduced in buckets of
+// about bucket_bytes, in parameter order; the bucket's name lists its
+// parameters, so the call check names a layout that differs.
+template <class T>
+void allreduce_dense(dist::Communicator& comm, const std::vector<Parameter*>& all, const GlobalSparsity& global,
+                     int64_t bucket_bytes) {
+  std::vector<T> bucket;
+  std::string names;
+  std::vector<size_t> members;
+  int index = 0;
+  auto flush = [&] {
+    if (members.empty()) return;
+    bucket.clear();
+    for (size_t k : members) bucket.insert(bucket.end(), all[k]->grad.data<T>(), all[k]->grad.data<T>() + all[k]->grad.numel());
+    comm.allreduce_sum(std::span<T>(bucket), "bucket " + std::to_string(index++) + ": " + names);
+    size_t off = 0;
+    for (size_t k : members) {
+      std::copy_n(bucket.data() + off, all[k]->grad.numel(), all[k]->grad.data<T>());
+      off += static_cast<size_t>(all[k]->grad.numel());
+    }
+    members.clear();
+    names.clear();
+  };
+  int64_t filled = 0;
+  for (size_t k = 0; k < all.size(); ++k) {
+    if (global.sparse(k)) continue;
+    members.push_back(k);
+    names += (names.empty() ? "" : ",") + all[k]->name;
+    filled += all[k]->grad.numel() * static_cast<int64_t>(sizeof(T));
+    if (filled >= bucket_bytes) flush(), filled = 0;
+  }
+  flush();
+}
+
 // Default mode, after each rank's backward of its share. `mine` is this
 // rank's blob: f64 loss, u8 ran (0: no samples), then for every parameter
 // this rank's gradient holds row-sparse, i32 index and its entry.
@@ -239,33 +273,7 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
       if (!named[k]) global.dense[k] = 1, global.reported[k] = 1;  // this rank holds it dense
   }
 
-  // Dense gradients: allreduced in buckets of about bucket_bytes, in parameter order.
-  std::vector<T> bucket;
-  std::string names;
-  std::vector<size_t> members;
-  int index = 0;
-  auto flush = [&] {
-    if (members.empty()) return;
-    bucket.clear();
-    for (size_t k : members) bucket.insert(bucket.end(), all[k]->grad.data<T>(), all[k]->grad.data<T>() + all[k]->grad.numel());
-    comm.allreduce_sum(std::span<T>(bucket), "bucket " + std::to_string(index++) + ": " + names);
-    size_t off = 0;
-    for (size_t k : members) {
-      std::copy_n(bucket.data() + off, all[k]->grad.numel(), all[k]->grad.data<T>());
-      off += static_cast<size_t>(all[k]->grad.numel());
-    }
-    members.clear();
-    names.clear();
-  };
-  int64_t filled = 0;
-  for (size_t k = 0; k < all.size(); ++k) {
-    if (global.sparse(k)) continue;
-    members.push_back(k);
-    names += (names.empty() ? "" : ",") + all[k]->name;
-    filled += all[k]->grad.numel() * static_cast<int64_t>(sizeof(T));
-    if (filled >= bucket_bytes) flush(), filled = 0;
-  }
-  flush();
+  allreduce_dense<T>(comm, all, global, bucket_bytes);
 
   // Embedding rows: this rank's own rows out, every rank's rows added in rank order.
   sparse.clear();
@@ -304,6 +312,50 @@ void check_replicas(dist::Communicator& comm, const std::vector<Parameter*>& all
                   "same seed and be given the same batches)");
 }
 
+// What this rank runs in a step: its share (default mode: one unit), or its
+// parts (deterministic mode: parts split independently of the world size,
+// then parts over ranks), both by work.
+struct UnitPlan {
+  std::vector<std::vector<int>> units;  // sample indices per unit
+  std::vector<int> mine;                // this rank's units, ascending
+  double imbalance = 1.0;               // the ranks' largest work over the mean
+};
+
+UnitPlan plan_units(const GraphBatch& batch, const DataParallelOptions& po, int world, int rank) {
+  std::vector<int64_t> work(static_cast<size_t>(batch.num_samples()));
+  for (int32_t i = 0; i < batch.num_samples(); ++i) work[static_cast<size_t>(i)] = batch.sample(i).num_vertices();
+  UnitPlan plan;
+  if (po.deterministic) {
+    dist::Shards parts = dist::shard_by_work(work, po.groups);
+    const dist::Shards by_rank = dist::shard_by_work(parts.work, world);
+    plan.units = std::move(parts.samples);
+    plan.mine = by_rank.samples[static_cast<size_t>(rank)];
+    plan.imbalance = by_rank.imbalance();
+  } else {
+    const dist::Shards by_rank = dist::shard_by_work(work, world);
+    plan.units = {by_rank.samples[static_cast<size_t>(rank)]};
+    plan.mine = {0};
+    plan.imbalance = by_rank.imbalance();
+  }
+  return plan;
+}
+
+// Deterministic mode: part `u`'s gradient as one blob entry
+// (i32 part, u64 bytes that follow, f64 loss, one gradient entry per parameter).
+void put_part(BlobWriter& w, int u, double loss, const std::vector<Parameter*>& all, const RowSparsity& sparse,
+              DType dtype) {
+  w.put(static_cast<int32_t>(u));
+  const size_t length_at = w.size();
+  w.put(uint64_t{0});
+  w.put(loss);
+  dispatch_floating(dtype, [&](auto t) {
+    using T = decltype(t);
+    for (const Parameter* p : all) put_gradient<T>(w, *p, rows_of(sparse, *p));
+  });
+  const uint64_t length = w.size() - length_at - sizeof(uint64_t);
+  std::memcpy(w.out().data() + length_at, &length, sizeof length);
+}
+
 }  // namespace
 
 StepResult Trainer::parallel_step(const GraphBatch& batch) {
@@ -317,28 +369,14 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   const DataParallelOptions& po = options_.parallel;
   const int world = comm->size();
   const int32_t n = batch.num_samples();
-  std::vector<int64_t> work(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) work[static_cast<size_t>(i)] = batch.sample(i).num_vertices();
-
-  // The units of work this rank runs: its share, or its parts.
-  std::vector<std::vector<int>> units;
-  dist::Shards by_rank;
-  if (po.deterministic) {
-    dist::Shards parts = dist::shard_by_work(work, po.groups);
-    by_rank = dist::shard_by_work(parts.work, world);
-    units = std::move(parts.samples);
-  } else {
-    by_rank = dist::shard_by_work(work, world);
-    units = {by_rank.samples[static_cast<size_t>(comm->rank())]};
-  }
-  const std::vector<int> mine = po.deterministic ? by_rank.samples[static_cast<size_t>(comm->rank())] : std::vector<int>{0};
+  const UnitPlan plan = plan_units(batch, po, world, comm->rank());
 
   params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
   sparse_valid_ = false;
   StepResult r;
   r.samples = n;
   r.vertices = batch.num_vertices();
-  r.imbalance = by_rank.imbalance();
+  r.imbalance = plan.imbalance;
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / n : 1.0;
   const std::vector<Parameter*> all = params_.all();
   const DType dtype = params_.dtype();
@@ -348,8 +386,8 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   double local_loss = 0.0;
   bool ran = false;
   RowSparsity local_sparse;
-  for (int u : mine) {
-    const std::vector<int>& samples = units[static_cast<size_t>(u)];
+  for (int u : plan.mine) {
+    const std::vector<int>& samples = plan.units[static_cast<size_t>(u)];
     if (samples.empty()) continue;
     const GraphBatch share = batch.subset(samples);  // dropout drawn as on the whole batch
     r.local_samples += share.num_samples();
@@ -364,19 +402,8 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
       local_sparse = executor_.sparse_grads();
       continue;
     }
-    // This part's gradient into the blob, then zeroed for the next part.
-    const RowSparsity& part_sparse = executor_.sparse_grads();
-    w.put(static_cast<int32_t>(u));
-    const size_t length_at = w.size();
-    w.put(uint64_t{0});
-    w.put(loss);
-    dispatch_floating(dtype, [&](auto t) {
-      using T = decltype(t);
-      for (const Parameter* p : all) put_gradient<T>(w, *p, rows_of(part_sparse, *p));
-    });
-    const uint64_t length = w.size() - length_at - sizeof(uint64_t);
-    std::memcpy(w.out().data() + length_at, &length, sizeof length);
-    params_.zero_grad(&part_sparse);
+    put_part(w, u, loss, all, executor_.sparse_grads(), dtype);  // this part's gradient, then zeroed for the next
+    params_.zero_grad(&executor_.sparse_grads());
   }
 
   dispatch_floating(dtype, [&](auto t) {

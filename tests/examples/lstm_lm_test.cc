@@ -8,7 +8,7 @@
 #include <random>
 
 #include "lm_training.h"
-#include "sylva/core/file.h"
+#include "resume_check.h"
 #include "lstm_lm.h"
 #include "ptb.h"
 #include "support/test_util.h"
@@ -111,22 +111,12 @@ TEST(LstmLm, TrainingLoopResumesExactly) {
   d.test = sentence_chains(counting_corpus(3, 20, 10), 0, vocab, "test");
   LmTrainOptions o;
   o.model = {.vocab = vocab, .embed = 8, .hidden = 8, .layers = 2, .dropout = 0.2};
-  o.epochs = 3;
   o.decay_after = 1;  // the learning rate changes every epoch
-  const std::string dir = testing::TempDir();
-  o.save_state = dir + "lm_straight.safetensors";
-  const LmTrainResult straight = train_lm(d, o, nullptr);
-  o.epochs = 1;
-  o.save_state = dir + "lm_first.safetensors";
-  train_lm(d, o, nullptr);
-  o.epochs = 3;
-  o.resume = o.save_state;
-  o.save_state = dir + "lm_resumed.safetensors";
-  const LmTrainResult resumed = train_lm(d, o, nullptr);
+  const auto [straight, resumed] = check_resume(o, 3, "lm", [&](const LmTrainOptions& x) { return train_lm(d, x, nullptr); });
   ASSERT_EQ(resumed.epochs.size(), 2u);
   EXPECT_EQ(resumed.epochs.back().valid_ppl, straight.epochs.back().valid_ppl);
   EXPECT_EQ(resumed.test_ppl, straight.test_ppl);
-  EXPECT_EQ(read_file(dir + "lm_resumed.safetensors"), read_file(dir + "lm_straight.safetensors"));
+  o.resume = testing::TempDir() + "lm_first.safetensors";
   o.epochs = 1;  // nothing left to train
   EXPECT_CONTAINS(test::error_of([&] { train_lm(d, o, nullptr); }), "leaves nothing to train");
 }

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
+#include "resume_check.h"
 #include "sentiment_eval.h"
 #include "sentiment_training.h"
-#include "sylva/core/file.h"
 #include "support/test_util.h"
 #include "tree_lstm_model.h"
 #include "treebank.h"
@@ -109,20 +109,10 @@ TEST(TreeLstm, TrainingLoopResumesExactly) {
   o.optimizer = "adam";
   o.lr = 0.01;
   o.batch = 16;
-  o.epochs = 2;
-  const std::string dir = testing::TempDir();
-  o.save_state = dir + "tree_straight.safetensors";
-  const SentimentTrainResult straight = train_sentiment(tb, o, nullptr);
-  o.epochs = 1;
-  o.save_state = dir + "tree_first.safetensors";
-  train_sentiment(tb, o, nullptr);
-  o.epochs = 2;
-  o.resume = o.save_state;
-  o.save_state = dir + "tree_resumed.safetensors";
-  const SentimentTrainResult resumed = train_sentiment(tb, o, nullptr);
+  const auto [straight, resumed] =
+      check_resume(o, 2, "tree", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
   EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
   EXPECT_EQ(resumed.best_test.fine_correct, straight.best_test.fine_correct);
-  EXPECT_EQ(read_file(dir + "tree_resumed.safetensors"), read_file(dir + "tree_straight.safetensors"));
 }
 
 TEST(TreeLstm, SyntheticLabelsFollowTheCompositionRule) {

@@ -59,20 +59,9 @@ TEST(GraphBatchSubset, RejectsBadIndices) {
 // h = dropout(tanh([x; Σ children] W)) in F, dropout again on the program's rows.
 struct DropoutModel {
   ParameterSet ps{DType::f64, 3};
-  Program program{DType::f64};
-  Symbol out, loss;
-  DropoutModel() {
-    ps.add("E", {5, 4}, Init::uniform(-1, 1));
-    ps.add("W", {8, 4}, Init::glorot());
-    ps.add("Ws", {4, 3}, Init::glorot());
-    VertexFunction f("f", 4, DType::f64);
-    Symbol h = dropout(tanh(matmul(concat({f.pull(4), f.gather_reduce()}), f.param(ps["W"]))), 0.4);
-    f.scatter(h);
-    f.push(h);
-    Symbol hs = program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x")));
-    out = dropout(hs, 0.3);
-    loss = softmax_cross_entropy(matmul(out, program.param(ps["Ws"])), program.input_ids("labels"));
-  }
+  test::DropoutTreeNet net{ps, 5, 0.4, 0.3};
+  Program& program = net.program;
+  Symbol out = net.out, loss = net.loss;
 };
 
 TEST(GraphBatchSubset, ASubsetDrawsTheWholeBatchsMasks) {

@@ -16,6 +16,19 @@ void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32
   g.set_ids("labels", std::move(y));
 }
 
+DropoutTreeNet::DropoutTreeNet(ParameterSet& ps, int64_t vocab, double p, double q) {
+  ps.add("E", {vocab, 4}, Init::uniform(-1, 1)).decay = false;
+  ps.add("W", {8, 4}, Init::glorot());
+  ps.add("Ws", {4, 3}, Init::glorot());
+  VertexFunction f("f", 4, DType::f64);
+  Symbol h = dropout(tanh(matmul(concat({f.pull(4), f.gather_reduce()}), f.param(ps["W"]))), p);
+  f.scatter(h);
+  f.push(h);
+  Symbol hs = program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x")));
+  out = q > 0.0 ? dropout(hs, q) : hs;
+  loss = softmax_cross_entropy(matmul(out, program.param(ps["Ws"])), program.input_ids("labels"));
+}
+
 double relative_error(const Tensor& a, const Tensor& b) {
   if (a.numel() != b.numel()) return INFINITY;
   double diff = 0, scale = 1e-300;

@@ -43,6 +43,17 @@ using sylva::random_tree;
 /// "labels" (in [0, classes), -1 sometimes) to every vertex.
 void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes);
 
+/// A small float64 tree network over graphs with attach_random_ids' "x" and
+/// "labels" (3 classes): E [vocab, 4] (an embedding table: row-sparse
+/// gradients), h = dropout(tanh([x; Σ children]·W), p) in F, then
+/// `out` = dropout(h, q) over the program's rows (q = 0: none) and a softmax
+/// cross-entropy `loss`. Adds E, W and Ws to `ps`.
+struct DropoutTreeNet {
+  Program program{DType::f64};
+  Symbol out, loss;
+  DropoutTreeNet(ParameterSet& ps, int64_t vocab, double p, double q = 0.0);
+};
+
 /// The loss and a copy of every parameter's gradient (in ps.all() order)
 /// after forward(train) and backward over `batch` under `policy`, for
 /// comparing batching policies.

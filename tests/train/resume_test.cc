@@ -23,26 +23,16 @@ using test::error_of;
 // dropout (masks keyed by the training step).
 struct Model {
   ParameterSet ps;
-  Program program{DType::f64};
-  Symbol loss;
+  test::DropoutTreeNet net;
   std::unique_ptr<Trainer> trainer;
   std::vector<InputGraph> data;
 
-  Model(const std::string& optimizer, uint64_t init_seed) : ps(DType::f64, init_seed) {
-    ps.add("E", {7, 4}, Init::uniform(-1, 1)).decay = false;
-    ps.add("W", {8, 4}, Init::glorot());
-    ps.add("Ws", {4, 3}, Init::glorot());
-    VertexFunction f("f", 4, DType::f64);
-    Symbol h = dropout(tanh(matmul(concat({f.pull(4), f.gather_reduce()}), f.param(ps["W"]))), 0.3);
-    f.scatter(h);
-    f.push(h);
-    Symbol hs = program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x")));
-    loss = softmax_cross_entropy(matmul(hs, program.param(ps["Ws"])), program.input_ids("labels"));
+  Model(const std::string& optimizer, uint64_t init_seed) : ps(DType::f64, init_seed), net(ps, 7, 0.3) {
     std::unique_ptr<Optimizer> opt;
     if (optimizer == "adam") opt = std::make_unique<Adam>(AdamOptions{.lr = 0.01});
     else if (optimizer == "adagrad") opt = std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1});
     else opt = std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
-    trainer = std::make_unique<Trainer>(program, ps, loss, std::move(opt),
+    trainer = std::make_unique<Trainer>(net.program, ps, net.loss, std::move(opt),
                                         TrainerOptions{.executor = {.seed = 5}, .weight_decay = 1e-3});
     std::mt19937_64 rng(17);
     for (int s = 0; s < 24; ++s) {

@@ -208,16 +208,23 @@ void allreduce_dense(dist::Communicator& comm, const std::vector<Parameter*>& al
   int index = 0;
   auto flush = [&] {
     if (members.empty()) return;
+    const std::string what = "bucket " + std::to_string(index++) + ": " + names;
+    names.clear();
+    if (members.size() == 1) {  // one parameter (a large one): in place, no copies
+      Tensor& g = all[members[0]]->grad;
+      comm.allreduce_sum(std::span<T>(g.data<T>(), static_cast<size_t>(g.numel())), what);
+      members.clear();
+      return;
+    }
     bucket.clear();
     for (size_t k : members) bucket.insert(bucket.end(), all[k]->grad.data<T>(), all[k]->grad.data<T>() + all[k]->grad.numel());
-    comm.allreduce_sum(std::span<T>(bucket), "bucket " + std::to_string(index++) + ": " + names);
+    comm.allreduce_sum(std::span<T>(bucket), what);
     size_t off = 0;
     for (size_t k : members) {
       std::copy_n(bucket.data() + off, all[k]->grad.numel(), all[k]->grad.data<T>());
       off += static_cast<size_t>(all[k]->grad.numel());
     }
     members.clear();
-    names.clear();
   };
   int64_t filled = 0;
   for (size_t k = 0; k < all.size(); ++k) {

@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
     const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
     o.comm = comm.get();
     o.deterministic = distributed.deterministic;
+    o.overlap = distributed.overlap;
     o.policy = parse_policy(policy);
     o.model.cell = parse_tree_lstm_cell(cell);
     o.model.dtype = float64 ? DType::f64 : DType::f32;

@@ -73,6 +73,7 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
     const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
     o.comm = comm.get();
     o.deterministic = distributed.deterministic;
+    o.overlap = distributed.overlap;
     o.policy = parse_policy(policy);
     o.model.dtype = float64 ? DType::f64 : DType::f32;
     std::vector<std::string> looked;

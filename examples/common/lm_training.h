@@ -48,6 +48,7 @@ struct LmTrainOptions {
   /// this process alone.
   dist::Communicator* comm = nullptr;
   bool deterministic = false;  // DataParallelOptions::deterministic
+  bool overlap = true;         // DataParallelOptions::overlap
 };
 
 struct LmEpoch {

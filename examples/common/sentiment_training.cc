@@ -48,7 +48,7 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
                    .clip_norm = o.clip, .weight_decay = o.l2,
                    .optimizer_on_device = o.comm == nullptr,  // data-parallel: the host optimiser (no NCCL yet)
                    .sync_parameters = false,  // synced before each checkpoint
-                   .communicator = o.comm, .parallel = {.deterministic = o.deterministic}});
+                   .communicator = o.comm, .parallel = {.deterministic = o.deterministic, .overlap = o.overlap}});
   const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
   if (!rank0) log = nullptr;
   if (log)

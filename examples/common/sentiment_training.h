@@ -40,6 +40,7 @@ struct SentimentTrainOptions {
   /// checkpoint. null: this process alone.
   dist::Communicator* comm = nullptr;
   bool deterministic = false;  // DataParallelOptions::deterministic
+  bool overlap = true;         // DataParallelOptions::overlap
 };
 
 struct SentimentTrainResult {

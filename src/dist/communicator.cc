@@ -42,26 +42,80 @@ std::string Communicator::describe(const Call& call) {
   return s;
 }
 
-template <class Fn>
-void Communicator::collective(const Call& call, int64_t bytes, Fn&& run) {
+void Communicator::check_not_broken(const Call& call) const {
   SYLVA_CHECK(!broken_, "[dist] rank ", rank(), " of ", size(), ": ", describe(call),
               " called after an earlier collective failed; this communicator is broken (end the job and restart it)");
+}
+
+template <class Fn>
+void Communicator::guarded(Fn&& fn) {
   const auto start = std::chrono::steady_clock::now();
-  deadline_ = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(options_.deadline_s));
   try {
-    if (size() > 1) {
-      if (options_.check_calls) check(call);
-      run();
-    }
+    fn();
   } catch (...) {
     broken_ = true;
     seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     throw;
   }
-  ++sequence_;
   seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <class Fn>
+void Communicator::collective(const Call& call, int64_t bytes, Fn&& run) {
+  check_not_broken(call);
+  guarded([&] {
+    if (started_ > 0) advance(true), started_ = 0;  // the started ones come first
+    deadline_ = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                       std::chrono::duration<double>(options_.deadline_s));
+    if (size() > 1) {
+      if (options_.check_calls) check(call);
+      run();
+    }
+  });
+  ++sequence_;
   bytes_ += bytes;
+}
+
+void Communicator::start(void* data, Elem elem, int64_t count, std::string_view what, int64_t bytes) {
+  const Call call{Kind::allreduce_sum, elem, count, -1, what};
+  check_not_broken(call);
+  if (size() == 1) {  // nothing to move; keeps the sequence as a blocking call would
+    ++sequence_;
+    return;
+  }
+  guarded([&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                                 std::chrono::duration<double>(options_.deadline_s));
+    start_allreduce(data, elem, count, call, deadline);
+  });
+  ++sequence_;
+  ++started_;
+  bytes_ += bytes;
+}
+
+void Communicator::start_allreduce_sum(std::span<float> data, std::string_view what) {
+  start(data.data(), Elem::f32, static_cast<int64_t>(data.size()), what, static_cast<int64_t>(data.size_bytes()));
+}
+
+void Communicator::start_allreduce_sum(std::span<double> data, std::string_view what) {
+  start(data.data(), Elem::f64, static_cast<int64_t>(data.size()), what, static_cast<int64_t>(data.size_bytes()));
+}
+
+void Communicator::progress() {
+  if (started_ == 0) return;
+  SYLVA_CHECK(!broken_, "[dist] rank ", rank(), " of ", size(),
+              ": progress() after an earlier collective failed; this communicator is broken");
+  guarded([&] {
+    if (advance(false)) started_ = 0;
+  });
+}
+
+void Communicator::finish_started() {
+  if (started_ == 0) return;
+  SYLVA_CHECK(!broken_, "[dist] rank ", rank(), " of ", size(),
+              ": finish_started() after an earlier collective failed; this communicator is broken");
+  guarded([&] { advance(true); });
+  started_ = 0;
 }
 
 void Communicator::allreduce_sum(std::span<float> data, std::string_view what) {
@@ -132,6 +186,8 @@ class SelfCommunicator final : public Communicator {
   }
   void run_broadcast(std::span<std::byte>, int, const Call&) override {}
   void run_barrier(const Call&) override {}
+  void start_allreduce(void*, Elem, int64_t, const Call&, std::chrono::steady_clock::time_point) override {}
+  bool advance(bool) override { return true; }
 };
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <deque>
+#include <string>
 #include <thread>
 
 #include "sylva/core/error.h"
@@ -80,8 +82,8 @@ class MpiCommunicator final : public Communicator {
     // leave MPI as it is (freeing or finalising could hang); the process
     // must exit, and mpirun ends the other ranks. A mismatch found by the
     // call check leaves nothing in flight.
-    g_failed = g_failed || stuck_;
-    if (stuck_) return;
+    g_failed = g_failed || stuck_ || !started_.empty();
+    if (stuck_ || !started_.empty()) return;
     MPI_Comm_free(&comm_);
     if (g_live == 0 && g_initialised_here && !g_failed) MPI_Finalize();
   }
@@ -92,60 +94,43 @@ class MpiCommunicator final : public Communicator {
 
  protected:
   void check(const Call& call) override {
-    const Descriptor mine = descriptor(call);
-    std::vector<Descriptor> theirs(static_cast<size_t>(size_));
-    std::vector<MPI_Request> requests;
-    requests.reserve(2 * static_cast<size_t>(size_));
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      requests.emplace_back();
-      ok(MPI_Irecv(&theirs[static_cast<size_t>(r)], sizeof(Descriptor), MPI_BYTE, r, kCheckTag, comm_,
-                   &requests.back()),
-         "MPI_Irecv");
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      requests.emplace_back();
-      ok(MPI_Isend(&mine, sizeof(Descriptor), MPI_BYTE, r, kCheckTag, comm_, &requests.back()), "MPI_Isend");
-    }
-    if (!wait(requests)) {
-      std::string missing;
-      size_t k = 0;
-      for (int r = 0; r < size_; ++r) {
-        if (r == rank_) continue;
-        int done = 0;
-        MPI_Test(&requests[k++], &done, MPI_STATUS_IGNORE);
-        if (!done) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-      }
-      SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": rank(s) ", missing.empty() ? "?" : missing,
-                  " did not reach collective #", sequence_, " (", describe(call), ") within ", options_.deadline_s,
-                  " s: a rank died, stalled, or stopped calling collectives");
-    }
-    for (int r = 0; r < size_; ++r) {
-      if (r == rank_) continue;
-      const Descriptor& d = theirs[static_cast<size_t>(r)];
-      if (std::memcmp(&d, &mine, sizeof(Descriptor)) == 0) continue;
-      const Call other{static_cast<Kind>(d.kind), static_cast<Elem>(d.elem), d.count, d.root,
-                       std::string_view(d.what, std::min<size_t>(d.what_len, sizeof d.what))};
-      SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": mismatched collective #", sequence_, ": this rank called ",
-                  describe(call), " but rank ", r, " called ", describe(other),
-                  d.sequence != sequence_ ? " as its collective #" + std::to_string(d.sequence) : std::string(),
-                  " (every rank must make the same calls in the same order)");
-    }
+    CallCheck c;
+    post_check(c, call);
+    if (!wait(c.requests, deadline_)) did_not_arrive(c, call, sequence_);
+    compare(c, call, sequence_);
   }
 
   void run_allreduce(void* data, Elem elem, int64_t count, const Call& call) override {
-    const int e = static_cast<int>(elem);
     std::vector<MPI_Request> requests;
-    auto* bytes = static_cast<char*>(data);
-    for (int64_t at = 0; at < count; at += options_.max_chunk) {
-      const int n = static_cast<int>(std::min(options_.max_chunk, count - at));
-      requests.emplace_back();
-      ok(MPI_Iallreduce(MPI_IN_PLACE, bytes + static_cast<size_t>(at) * elem_size(e), n, mpi_type(e), MPI_SUM, comm_,
-                        &requests.back()),
-         "MPI_Iallreduce");
+    post_allreduce(requests, data, elem, count);
+    if (!wait(requests, deadline_)) timed_out(call, sequence_);
+  }
+
+  void start_allreduce(void* data, Elem, int64_t, const Call& call,
+                       std::chrono::steady_clock::time_point deadline) override {
+    Started& s = started_.emplace_back();
+    s.what = std::string(call.what);
+    s.call = call;
+    s.call.what = s.what;
+    s.data = data;
+    s.sequence = sequence_;
+    s.deadline = deadline;
+    if (options_.check_calls) post_check(s.check, s.call);
+    advance(false);
+  }
+
+  bool advance(bool block) override {
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      while (!advance_once()) {
+        if (!block) return false;
+        pause(start);
+      }
+    } catch (...) {
+      stuck_ = stuck_ || !started_.empty();  // requests may be in flight: leave MPI as it is
+      throw;
     }
-    if (!wait(requests)) timed_out(call);
+    return true;
   }
 
   std::vector<std::byte> run_allgatherv(std::span<const std::byte> mine, std::vector<int64_t>& counts,
@@ -155,7 +140,7 @@ class MpiCommunicator final : public Communicator {
     std::vector<MPI_Request> requests(1);
     ok(MPI_Iallgather(&my_count, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm_, requests.data()),
        "MPI_Iallgather");
-    if (!wait(requests)) timed_out(call);
+    if (!wait(requests, deadline_)) timed_out(call, sequence_);
     std::vector<int64_t> offsets(static_cast<size_t>(size_) + 1, 0);
     for (int r = 0; r < size_; ++r) offsets[static_cast<size_t>(r) + 1] = offsets[static_cast<size_t>(r)] + counts[static_cast<size_t>(r)];
     std::vector<std::byte> out(static_cast<size_t>(offsets.back()));
@@ -178,7 +163,7 @@ class MpiCommunicator final : public Communicator {
       ok(MPI_Iallgatherv(mine.data() + std::min<int64_t>(at, my_count), mine_now, MPI_BYTE, round.data(),
                          round_counts.data(), round_offsets.data(), MPI_BYTE, comm_, requests.data()),
          "MPI_Iallgatherv");
-      if (!wait(requests)) timed_out(call);
+      if (!wait(requests, deadline_)) timed_out(call, sequence_);
       for (int r = 0; r < size_; ++r)
         std::copy_n(round.data() + round_offsets[static_cast<size_t>(r)], round_counts[static_cast<size_t>(r)],
                     out.data() + offsets[static_cast<size_t>(r)] + at);
@@ -193,20 +178,41 @@ class MpiCommunicator final : public Communicator {
       requests.emplace_back();
       ok(MPI_Ibcast(data.data() + at, n, MPI_BYTE, root, comm_, &requests.back()), "MPI_Ibcast");
     }
-    if (!wait(requests)) timed_out(call);
+    if (!wait(requests, deadline_)) timed_out(call, sequence_);
   }
 
   void run_barrier(const Call& call) override {
     std::vector<MPI_Request> requests(1);
     ok(MPI_Ibarrier(comm_, requests.data()), "MPI_Ibarrier");
-    if (!wait(requests)) timed_out(call);
+    if (!wait(requests, deadline_)) timed_out(call, sequence_);
   }
 
  private:
+  // The call check of one collective: this rank's descriptor, the others'
+  // (indexed by rank), and the receives (one per other rank, in rank
+  // order) then the sends.
+  struct CallCheck {
+    Descriptor mine{};
+    std::vector<Descriptor> theirs;
+    std::vector<MPI_Request> requests;
+  };
+  // A started allreduce: checked (when check_calls), then posted, then done.
+  struct Started {
+    std::string what;
+    Call call{};  // call.what views `what`
+    void* data = nullptr;
+    int64_t sequence = 0;
+    std::chrono::steady_clock::time_point deadline;
+    CallCheck check;
+    std::vector<MPI_Request> reduces;
+    bool posted = false;
+  };
+
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
   mutable bool stuck_ = false;  // a wait ran out of time with requests in flight
+  std::deque<Started> started_;  // a deque: MPI holds pointers into its elements
 
   void ok(int rc, const char* what) const {
     SYLVA_CHECK(rc == MPI_SUCCESS, "[dist] rank ", rank_, " of ", size_, ": ", what, " failed: ", mpi_error(rc));
@@ -225,32 +231,158 @@ class MpiCommunicator final : public Communicator {
     return d;
   }
 
-  // Polls until every request completed (true) or the deadline passed
-  // (false). Open MPI moves a nonblocking collective on only inside MPI
-  // calls, so a collective of many rounds (a large allreduce) is as fast
-  // as the polling: poll back to back, yielding the core to any other
-  // runnable thread, for the first 100 ms; after that a rank is waiting for
-  // a much slower one (or a dead one), and polls every millisecond.
-  bool wait(std::vector<MPI_Request>& requests) const {
+  // Sends this rank's descriptor of `call` (collective #sequence_) to every
+  // other rank and posts the receives of theirs.
+  void post_check(CallCheck& c, const Call& call) {
+    c.mine = descriptor(call);
+    c.theirs.assign(static_cast<size_t>(size_), Descriptor{});
+    c.requests.reserve(2 * static_cast<size_t>(size_));
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      c.requests.emplace_back();
+      ok(MPI_Irecv(&c.theirs[static_cast<size_t>(r)], sizeof(Descriptor), MPI_BYTE, r, kCheckTag, comm_,
+                   &c.requests.back()),
+         "MPI_Irecv");
+    }
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      c.requests.emplace_back();
+      ok(MPI_Isend(&c.mine, sizeof(Descriptor), MPI_BYTE, r, kCheckTag, comm_, &c.requests.back()), "MPI_Isend");
+    }
+  }
+
+  // The check's deadline passed: names the ranks whose descriptor never came.
+  [[noreturn]] void did_not_arrive(CallCheck& c, const Call& call, int64_t sequence) {
+    std::string missing;
+    size_t k = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      int done = 0;
+      MPI_Test(&c.requests[k++], &done, MPI_STATUS_IGNORE);
+      if (!done) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": rank(s) ", missing.empty() ? "?" : missing,
+                " did not reach collective #", sequence, " (", describe(call), ") within ", options_.deadline_s,
+                " s: a rank died, stalled, or stopped calling collectives");
+  }
+
+  // Every rank's descriptor arrived: the same call everywhere, or an error
+  // naming the first rank that called something else.
+  void compare(const CallCheck& c, const Call& call, int64_t sequence) const {
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      const Descriptor& d = c.theirs[static_cast<size_t>(r)];
+      if (std::memcmp(&d, &c.mine, sizeof(Descriptor)) == 0) continue;
+      const Call other{static_cast<Kind>(d.kind), static_cast<Elem>(d.elem), d.count, d.root,
+                       std::string_view(d.what, std::min<size_t>(d.what_len, sizeof d.what))};
+      SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": mismatched collective #", sequence, ": this rank called ",
+                  describe(call), " but rank ", r, " called ", describe(other),
+                  d.sequence != sequence ? " as its collective #" + std::to_string(d.sequence) : std::string(),
+                  " (every rank must make the same calls in the same order)");
+    }
+  }
+
+  // MPI_Iallreduce in place over `count` elements, in pieces of max_chunk.
+  void post_allreduce(std::vector<MPI_Request>& requests, void* data, Elem elem, int64_t count) {
+    const int e = static_cast<int>(elem);
+    auto* bytes = static_cast<char*>(data);
+    for (int64_t at = 0; at < count; at += options_.max_chunk) {
+      const int n = static_cast<int>(std::min(options_.max_chunk, count - at));
+      requests.emplace_back();
+      ok(MPI_Iallreduce(MPI_IN_PLACE, bytes + static_cast<size_t>(at) * elem_size(e), n, mpi_type(e), MPI_SUM, comm_,
+                        &requests.back()),
+         "MPI_Iallreduce");
+    }
+  }
+
+  // One pass over the started allreduces: posts, in order, each whose call
+  // check came back (a later one never before an earlier: MPI needs the
+  // same order on every rank), tests the posted ones (which moves them
+  // on), and drops the completed ones from the front. True when none is
+  // left; an error when the oldest one's deadline passed.
+  bool advance_once() {
+    for (Started& s : started_) {
+      if (s.posted) continue;
+      if (!s.check.requests.empty()) {
+        int done = 0;
+        ok(MPI_Testall(static_cast<int>(s.check.requests.size()), s.check.requests.data(), &done,
+                       MPI_STATUSES_IGNORE),
+           "MPI_Testall");
+        if (!done) break;
+        try {
+          compare(s.check, s.call, s.sequence);
+        } catch (...) {
+          settle();
+          throw;
+        }
+      }
+      post_allreduce(s.reduces, s.data, s.call.elem, s.call.count);
+      s.posted = true;
+    }
+    for (Started& s : started_) {
+      if (!s.posted) break;
+      int done = 0;
+      ok(MPI_Testall(static_cast<int>(s.reduces.size()), s.reduces.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (done) s.reduces.clear();
+    }
+    while (!started_.empty() && started_.front().posted && started_.front().reduces.empty()) started_.pop_front();
+    if (started_.empty()) return true;
+    Started& oldest = started_.front();
+    if (std::chrono::steady_clock::now() >= oldest.deadline) {
+      stuck_ = true;
+      if (!oldest.posted) did_not_arrive(oldest.check, oldest.call, oldest.sequence);
+      timed_out(oldest.call, oldest.sequence);
+    }
+    return false;
+  }
+
+  // A started call failed its check: the ones before it were checked on
+  // every rank and can complete; when they did, and no later call's check
+  // messages are still in flight, nothing is left inside MPI (and it can
+  // be finalised).
+  void settle() {
+    bool clean = true;
+    for (Started& s : started_) {
+      if (s.posted) {
+        clean = wait(s.reduces, s.deadline) && clean;
+        continue;
+      }
+      int done = 0;
+      MPI_Testall(static_cast<int>(s.check.requests.size()), s.check.requests.data(), &done, MPI_STATUSES_IGNORE);
+      clean = clean && done;
+    }
+    if (clean) started_.clear();
+  }
+
+  // Open MPI moves a nonblocking collective on only inside MPI calls, so a
+  // collective of many rounds (a large allreduce) is as fast as the
+  // polling: poll back to back, yielding the core to any other runnable
+  // thread, for the first 100 ms; after that a rank is waiting for a much
+  // slower one (or a dead one), and polls every millisecond.
+  static void pause(std::chrono::steady_clock::time_point since) {
+    if (std::chrono::steady_clock::now() - since > std::chrono::milliseconds(100))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    else
+      std::this_thread::yield();
+  }
+
+  // Polls until every request completed (true) or `deadline` passed (false).
+  bool wait(std::vector<MPI_Request>& requests, std::chrono::steady_clock::time_point deadline) const {
     const auto start = std::chrono::steady_clock::now();
     while (true) {
       int done = 0;
       ok(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, MPI_STATUSES_IGNORE), "MPI_Testall");
       if (done) return true;
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline_) {
+      if (std::chrono::steady_clock::now() >= deadline) {
         stuck_ = true;
         return false;
       }
-      if (now - start > std::chrono::milliseconds(100))
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      else
-        std::this_thread::yield();
+      pause(start);
     }
   }
 
-  [[noreturn]] void timed_out(const Call& call) const {
-    SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": collective #", sequence_, " (", describe(call),
+  [[noreturn]] void timed_out(const Call& call, int64_t sequence) const {
+    SYLVA_THROW("[dist] rank ", rank_, " of ", size_, ": collective #", sequence, " (", describe(call),
                 ") did not complete within ", options_.deadline_s,
                 " s: a rank died, stalled, or stopped calling collectives");
   }

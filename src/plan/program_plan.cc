@@ -1,9 +1,12 @@
 // Plans of the program's static graph and of its gradient.
 #include "sylva/plan/program_plan.h"
 
+#include <map>
 #include <numeric>
+#include <queue>
 #include <sstream>
 
+#include "sylva/core/error.h"
 #include "sylva/passes/autodiff.h"
 #include "sylva/sched/ios_ir.h"
 
@@ -19,6 +22,39 @@ std::vector<ir::NodeId> run_order(const ir::Graph& g, const PlanOptions& o) {
   std::vector<ir::NodeId> ids(g.size());
   std::iota(ids.begin(), ids.end(), 0);
   return ids;
+}
+
+// The gradient's run order: the base order (IOS's, else node order),
+// re-sorted topologically with every vertex function's ApplyGrad (the long
+// ops) as late as its consumers allow and everything else in base order,
+// so that the gradients that do not wait for a vertex function (the
+// classifier's) are final first, and a data-parallel trainer can move them
+// while the vertex functions' gradients run.
+std::vector<ir::NodeId> gradient_run_order(const ir::Graph& g, const PlanOptions& o) {
+  const std::vector<ir::NodeId> base = run_order(g, o);
+  SYLVA_ASSERT(base.size() == g.size(), "[plan] the gradient run order misses nodes");
+  std::vector<size_t> position(g.size(), 0);
+  for (size_t k = 0; k < base.size(); ++k) position[base[k]] = k;
+  std::vector<int> missing(g.size(), 0);
+  std::vector<std::vector<ir::NodeId>> consumers(g.size());
+  for (const Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) ++missing[n.id], consumers[in].push_back(n.id);
+  using Key = std::pair<bool, size_t>;  // (an ApplyGrad, base position): smallest first
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  auto push = [&](ir::NodeId id) { ready.emplace(g.node(id).op == OpKind::ApplyGrad, position[id]); };
+  for (ir::NodeId id : base)
+    if (missing[id] == 0) push(id);
+  std::vector<ir::NodeId> order;
+  order.reserve(base.size());
+  while (!ready.empty()) {
+    const ir::NodeId id = base[ready.top().second];
+    ready.pop();
+    order.push_back(id);
+    for (ir::NodeId c : consumers[id])
+      if (--missing[c] == 0) push(c);
+  }
+  SYLVA_ASSERT(order.size() == base.size(), "[plan] the program's gradient order lost nodes (a cycle?)");
+  return order;
 }
 
 void order_text(std::ostringstream& os, const ir::Graph& g, const std::vector<ir::NodeId>& order,
@@ -73,7 +109,19 @@ ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss,
   plan.folded.assign(folded.begin(), folded.end());
   for (const Node& n : g.nodes())
     if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = 1;
-  plan.order = run_order(g, options);
+  plan.order = gradient_run_order(g, options);
+  // Each parameter's last writer in run order.
+  std::map<std::string, size_t> last;
+  for (size_t at = 0; at < plan.order.size(); ++at) {
+    const Node& n = g.node(plan.order[at]);
+    if (n.op == OpKind::ParamGradOut) last[n.attrs.name] = at;
+    if (n.op == OpKind::ApplyGrad) {
+      const ir::Graph& body = *program.node(n.attrs.ref).attrs.body;
+      for (ir::NodeId id : body.find(OpKind::Param)) last[body.node(id).attrs.name] = at;
+    }
+  }
+  plan.final_after.resize(plan.order.size());
+  for (const auto& [name, at] : last) plan.final_after[at].push_back(name);
   return plan;
 }
 

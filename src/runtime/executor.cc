@@ -316,8 +316,8 @@ struct Executor::Impl {
     std::vector<ValueBuffer>& gv = grad_values;
     sparse.clear();
     for (const std::string& name : gp.sparse_params) sparse[name];
-    for (NodeId id : gp.order) {
-      const Node& n = g.node(id);
+    for (size_t at = 0; at < gp.order.size(); ++at) {
+      const Node& n = g.node(gp.order[at]);
       if (gp.folded[n.id]) continue;
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
@@ -341,13 +341,14 @@ struct Executor::Impl {
             for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
             backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{}, true});
             observe(n, g, gv, start, &mm);
+            if (gradient_hook) gradient_hook(store.on_host() ? std::span<const std::string>(gp.final_after[at]) : std::span<const std::string>());
             continue;
           }
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
           MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, g, n);
-          r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr);
+          r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr, gradient_tick ? &gradient_tick : nullptr);
           break;
         }
         case OpKind::ScatterRows: {  // dy's rows back at the selected vertices, zeros elsewhere
@@ -364,6 +365,7 @@ struct Executor::Impl {
         }
       }
       observe(n, g, gv, start);
+      if (gradient_hook) gradient_hook(store.on_host() ? std::span<const std::string>(gp.final_after[at]) : std::span<const std::string>());
     }
     for (auto& [name, rows] : sparse) {
       std::sort(rows.begin(), rows.end());
@@ -399,6 +401,8 @@ struct Executor::Impl {
   uint64_t step = 0;
   bool forwarded = false;
   Observer observer;
+  Executor::GradientHook gradient_hook;
+  std::function<void()> gradient_tick;  // the hook with nothing final (inside vertex functions)
 };
 
 Executor::Executor(const Program& program, ParameterSet& params, ExecutorOptions options)
@@ -474,6 +478,18 @@ const RowSparsity& Executor::sparse_grads() const { return impl_->sparse; }
 const ExecutorOptions& Executor::options() const { return impl_->options; }
 void Executor::set_policy(BatchingPolicy p) { impl_->options.policy = p; }
 void Executor::set_observer(Observer obs) { impl_->observer = std::move(obs); }
+
+void Executor::set_gradient_hook(GradientHook hook) {
+  impl_->gradient_hook = std::move(hook);
+  impl_->gradient_tick = nullptr;
+  if (impl_->gradient_hook)
+    impl_->gradient_tick = [h = &impl_->gradient_hook] { (*h)({}); };
+}
+
+const plan::ProgramGradPlan& Executor::gradient_plan(Symbol loss) {
+  SYLVA_CHECK(loss.graph() == &impl_->program.graph(), "[executor] loss is not a symbol of this program");
+  return impl_->grad_plan(loss.id());
+}
 
 namespace {
 

@@ -140,7 +140,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
                      schedule_->vertex_of_row);
 }
 
-void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs) {
+void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs, const std::function<void()>* tick) {
   if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
   d_pushed_ = d_pushed;
   d_pull_ = d_pull;
@@ -162,6 +162,7 @@ void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* ob
     for (size_t ti = T; ti-- > 0;) {
       if (options_.skip_zero_work) task_flags(ti, true, main_);
       for (int32_t u : bwd_.plan->order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
+      if (tick) (*tick)();
       if (stream && ti == bounds[chunk]) {
         side_->enqueue([this, ctx, obs, a = bounds[chunk], b = bounds[chunk - 1]] {
           run_phase(bwd_, Phase::post, ctx, obs, a, b, side_lane_);

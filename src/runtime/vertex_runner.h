@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -58,7 +59,8 @@ class VertexRunner {
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
   /// Runs ∂F over the tasks in reverse: d_pushed [V, h] in, d_pull [V, d]
   /// out (vertex order); adds parameter gradients into the ParameterSet.
-  void backward(MatView d_pushed, MatView d_pull, const Observer* obs);
+  /// `tick`, when given, is called after each task of the loop (Executor::set_gradient_hook).
+  void backward(MatView d_pushed, MatView d_pull, const Observer* obs, const std::function<void()>* tick = nullptr);
 
   const plan::VertexPlan& plan() const { return *plan_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.

@@ -6,8 +6,9 @@
 // on every rank.
 //
 // Default mode: one share per rank (dist::shard_by_work over the samples);
-// the losses and the embedding rows are gathered in one allgatherv, the
-// dense gradients allreduced in buckets. Deterministic mode: the batch is
+// the dense gradients are allreduced in buckets, started while the
+// backward runs, then the losses and the embedding rows are gathered in
+// one allgatherv. Deterministic mode: the batch is
 // split into DataParallelOptions::groups parts independently of the world
 // size, each part's gradient is computed alone, all are gathered, and
 // every rank adds them in part order, so the sums are the same bits
@@ -16,6 +17,9 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <map>
+#include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -196,60 +200,127 @@ double add_parts_in_order(std::span<const std::byte> blobs, int parts, const std
   return total;
 }
 
-// Every dense gradient (not sparse in `global`), allreduced in buckets of
-// about bucket_bytes, in parameter order; the bucket's name lists its
-// parameters, so the call check names a layout that differs.
-template <class T>
-void allreduce_dense(dist::Communicator& comm, const std::vector<Parameter*>& all, const GlobalSparsity& global,
-                     int64_t bucket_bytes) {
-  std::vector<T> bucket;
-  std::string names;
-  std::vector<size_t> members;
-  int index = 0;
-  auto flush = [&] {
-    if (members.empty()) return;
-    const std::string what = "bucket " + std::to_string(index++) + ": " + names;
-    names.clear();
-    if (members.size() == 1) {  // one parameter (a large one): in place, no copies
-      Tensor& g = all[members[0]]->grad;
-      comm.allreduce_sum(std::span<T>(g.data<T>(), static_cast<size_t>(g.numel())), what);
-      members.clear();
-      return;
+// Default mode: the dense gradients (every parameter's but the row-sparse
+// ones'), allreduced in buckets of about bucket_bytes. The buckets follow
+// the order in which the backward finalises the gradients (the gradient
+// plan's, the same on every rank; parameters no op writes last), and with
+// `overlap` each bucket's allreduce starts as soon as its last member is
+// final, while the backward goes on (Executor::set_gradient_hook):
+// classifier gradients before the vertex functions' loops end. A bucket's
+// name lists its parameters, so the call check names a layout that differs.
+class DenseBuckets {
+ public:
+  DenseBuckets(dist::Communicator& comm, const std::vector<Parameter*>& all, const plan::ProgramGradPlan& plan,
+               const DataParallelOptions& po, DType dtype)
+      : comm_(comm), all_(all), dtype_(dtype), overlap_(po.overlap), bucket_of_(all.size(), -1) {
+    for (size_t k = 0; k < all.size(); ++k) index_[all[k]->name] = k;
+    std::vector<size_t> order;
+    std::vector<char> placed(all.size(), 0);
+    auto place = [&](size_t k) {
+      if (placed[k] || plan.sparse_params.count(all[k]->name)) return;
+      placed[k] = 1;
+      order.push_back(k);
+    };
+    for (const std::vector<std::string>& names : plan.final_after)
+      for (const std::string& name : names)
+        if (auto it = index_.find(name); it != index_.end()) place(it->second);
+    for (size_t k = 0; k < all.size(); ++k) place(k);
+    int64_t filled = 0;
+    for (size_t k : order) {
+      if (buckets_.empty() || filled >= po.bucket_bytes) buckets_.emplace_back(), filled = 0;
+      Bucket& b = buckets_.back();
+      b.members.push_back(k);
+      b.what += (b.what.empty() ? "" : ",") + all[k]->name;
+      bucket_of_[k] = static_cast<int>(buckets_.size() - 1);
+      filled += static_cast<int64_t>(all[k]->grad.nbytes());
     }
-    bucket.clear();
-    for (size_t k : members) bucket.insert(bucket.end(), all[k]->grad.data<T>(), all[k]->grad.data<T>() + all[k]->grad.numel());
-    comm.allreduce_sum(std::span<T>(bucket), what);
-    size_t off = 0;
-    for (size_t k : members) {
-      std::copy_n(bucket.data() + off, all[k]->grad.numel(), all[k]->grad.data<T>());
-      off += static_cast<size_t>(all[k]->grad.numel());
+    for (size_t i = 0; i < buckets_.size(); ++i) {
+      buckets_[i].what = "bucket " + std::to_string(i) + ": " + buckets_[i].what;
+      buckets_[i].waiting = static_cast<int>(buckets_[i].members.size());
     }
-    members.clear();
-  };
-  int64_t filled = 0;
-  for (size_t k = 0; k < all.size(); ++k) {
-    if (global.sparse(k)) continue;
-    members.push_back(k);
-    names += (names.empty() ? "" : ",") + all[k]->name;
-    filled += all[k]->grad.numel() * static_cast<int64_t>(sizeof(T));
-    if (filled >= bucket_bytes) flush(), filled = 0;
   }
-  flush();
-}
 
-// Default mode, after each rank's backward of its share. `mine` is this
-// rank's blob: f64 loss, u8 ran (0: no samples), then for every parameter
-// this rank's gradient holds row-sparse, i32 index and its entry.
+  // The backward's hook: `names` are final.
+  void on_final(std::span<const std::string> names) {
+    if (!overlap_) return;
+    for (const std::string& name : names)
+      if (auto it = index_.find(name); it != index_.end() && bucket_of_[it->second] >= 0)
+        --buckets_[static_cast<size_t>(bucket_of_[it->second])].waiting;
+    while (next_ < buckets_.size() && buckets_[next_].waiting == 0) start(buckets_[next_++]);
+    comm_.progress();
+  }
+
+  // After the backward (or instead of it, on a rank without samples):
+  // every gradient is final; starts the rest, waits for all.
+  void finish() {
+    while (next_ < buckets_.size()) start(buckets_[next_++]);
+    comm_.finish_started();
+    for (Bucket& b : buckets_) {
+      if (b.members.size() == 1) continue;
+      size_t off = 0;
+      for (size_t k : b.members) {
+        const size_t n = all_[k]->grad.nbytes();
+        std::memcpy(all_[k]->grad.raw(), b.buffer.data() + off, n);
+        off += n;
+      }
+    }
+  }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> members;
+    std::string what;
+    int waiting = 0;                // members not final yet
+    std::vector<std::byte> buffer;  // the members' gradients, when more than one
+  };
+
+  // A bucket of one parameter (a large one) is reduced in place, without copies.
+  void start(Bucket& b) {
+    std::span<std::byte> data;
+    if (b.members.size() == 1) {
+      Tensor& g = all_[b.members[0]]->grad;
+      data = {static_cast<std::byte*>(g.raw()), g.nbytes()};
+    } else {
+      b.buffer.clear();
+      for (size_t k : b.members) {
+        const auto* g = static_cast<const std::byte*>(all_[k]->grad.raw());
+        b.buffer.insert(b.buffer.end(), g, g + all_[k]->grad.nbytes());
+      }
+      data = b.buffer;
+    }
+    dispatch_floating(dtype_, [&](auto t) {
+      using T = decltype(t);
+      comm_.start_allreduce_sum(std::span<T>(reinterpret_cast<T*>(data.data()), data.size() / sizeof(T)), b.what);
+    });
+  }
+
+  dist::Communicator& comm_;
+  const std::vector<Parameter*>& all_;
+  DType dtype_;
+  bool overlap_;
+  std::map<std::string, size_t, std::less<>> index_;  // parameter name -> index in all_
+  std::vector<int> bucket_of_;                         // per parameter; -1: row-sparse
+  std::vector<Bucket> buckets_;
+  size_t next_ = 0;  // buckets started so far
+};
+
+// Default mode, after the dense buckets: the losses and the embedding rows
+// in one allgatherv. `mine` is this rank's blob: f64 loss, u8 ran (0: no
+// samples), then for every row-sparse parameter an i32 index and its
+// entry. Every rank's rows are added in rank order.
 template <class T>
-double combine_shares(dist::Communicator& comm, double local_loss, bool ran, const RowSparsity& local_sparse,
-                      const std::vector<Parameter*>& all, int64_t bucket_bytes, RowSparsity& sparse, StepResult& result) {
+double exchange_rows(dist::Communicator& comm, double local_loss, bool ran, const RowSparsity& local_sparse,
+                     const std::vector<Parameter*>& all, const std::set<std::string>& sparse_params,
+                     RowSparsity& sparse, StepResult& result) {
   std::vector<std::byte> mine;
   BlobWriter w(mine);
   w.put(local_loss);
   w.put<uint8_t>(ran ? 1 : 0);
   if (ran)
     for (size_t k = 0; k < all.size(); ++k)
-      if (const auto* rows = rows_of(local_sparse, *all[k])) {
+      if (sparse_params.count(all[k]->name)) {
+        const auto* rows = rows_of(local_sparse, *all[k]);
+        SYLVA_ASSERT(rows, "[trainer] the backward reported no rows for row-sparse '", all[k]->name, "'");
         w.put(static_cast<int32_t>(k));
         put_gradient<T>(w, *all[k], rows);
       }
@@ -257,7 +328,6 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
   result.sparse_bytes = static_cast<int64_t>(mine.size());
   const std::vector<std::byte> blobs = comm.allgatherv(mine, "losses and embedding rows", &counts);
 
-  // Which parameters are sparse: the ones every rank that ran reports sparse.
   GlobalSparsity global(all.size());
   std::vector<std::vector<std::pair<size_t, GradientEntry>>> entries(counts.size());
   double loss = 0.0;
@@ -267,27 +337,21 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
     at += static_cast<size_t>(counts[r]);
     loss += rd.get<double>();
     if (rd.get<uint8_t>() == 0) continue;
-    std::vector<char> named(all.size(), 0);
     while (!rd.done()) {
       const auto k = static_cast<size_t>(rd.get<int32_t>());
-      SYLVA_ASSERT(k < all.size(), "[trainer] data-parallel exchange: parameter index ", k, " out of range");
+      SYLVA_ASSERT(k < all.size() && sparse_params.count(all[k]->name),
+                   "[trainer] data-parallel exchange: parameter index ", k, " is not a row-sparse one");
       GradientEntry e = get_gradient<T>(rd, *all[k]);
-      named[k] = 1;
       global.add(k, e);
       entries[r].emplace_back(k, std::move(e));
     }
-    for (size_t k = 0; k < all.size(); ++k)
-      if (!named[k]) global.dense[k] = 1, global.reported[k] = 1;  // this rank holds it dense
   }
-
-  allreduce_dense<T>(comm, all, global, bucket_bytes);
-
-  // Embedding rows: this rank's own rows out, every rank's rows added in rank order.
+  // This rank's own rows out, then every rank's added in rank order.
   sparse.clear();
   for (size_t k = 0; k < all.size(); ++k) {
-    if (!global.sparse(k)) continue;
     Parameter& p = *all[k];
-    result.sparse_table_bytes += p.grad.numel() * static_cast<int64_t>(sizeof(T));
+    if (!sparse_params.count(p.name)) continue;
+    result.sparse_table_bytes += static_cast<int64_t>(p.grad.nbytes());
     if (const auto* rows = rows_of(local_sparse, p); rows && ran) {
       const int64_t cols = p.grad.shape().cols();
       for (int32_t row : *rows) std::fill_n(p.grad.data<T>() + static_cast<int64_t>(row) * cols, cols, T{0});
@@ -295,8 +359,7 @@ double combine_shares(dist::Communicator& comm, double local_loss, bool ran, con
     sparse[p.name] = std::move(global.rows[k]);
   }
   for (const auto& rank_entries : entries)
-    for (const auto& [k, e] : rank_entries)
-      if (global.sparse(k)) add_gradient<T>(*all[k], e);
+    for (const auto& [k, e] : rank_entries) add_gradient<T>(*all[k], e);
   return loss;
 }
 
@@ -393,6 +456,16 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   double local_loss = 0.0;
   bool ran = false;
   RowSparsity local_sparse;
+  const plan::ProgramGradPlan& gp = executor_.gradient_plan(loss_);
+  std::optional<DenseBuckets> buckets;  // default mode: started while the backward runs
+  struct HookReset {
+    Executor& e;
+    ~HookReset() { e.set_gradient_hook(nullptr); }
+  } reset{executor_};
+  if (!po.deterministic) {
+    buckets.emplace(*comm, all, gp, po, dtype);
+    executor_.set_gradient_hook([&](std::span<const std::string> final) { buckets->on_final(final); });
+  }
   for (int u : plan.mine) {
     const std::vector<int>& samples = plan.units[static_cast<size_t>(u)];
     if (samples.empty()) continue;
@@ -419,7 +492,8 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
       const std::vector<std::byte> blobs = comm->allgatherv(parts_blob, "part gradients");
       r.loss = add_parts_in_order<T>(blobs, po.groups, all, sparse_);
     } else {
-      r.loss = combine_shares<T>(*comm, local_loss, ran, local_sparse, all, po.bucket_bytes, sparse_, r);
+      buckets->finish();
+      r.loss = exchange_rows<T>(*comm, local_loss, ran, local_sparse, all, gp.sparse_params, sparse_, r);
     }
   });
   SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_, " (summed over ", world,

@@ -47,6 +47,20 @@ TEST(SelfCommunicator, EveryCollectiveIsTheIdentity) {
   EXPECT_GE(comm->seconds(), 0.0);
 }
 
+TEST(SelfCommunicator, StartedAllreducesAreTheIdentityToo) {
+  auto comm = self_communicator();
+  std::vector<float> f{1.5f, -2.0f};
+  std::vector<double> d{3.25};
+  comm->start_allreduce_sum(std::span<float>(f), "f");
+  comm->start_allreduce_sum(std::span<double>(d), "d");
+  EXPECT_EQ(comm->started(), 0) << "nothing to wait for in a group of one";
+  comm->progress();
+  comm->finish_started();
+  EXPECT_EQ(f, (std::vector<float>{1.5f, -2.0f}));
+  EXPECT_EQ(d, (std::vector<double>{3.25}));
+  EXPECT_FALSE(comm->broken());
+}
+
 TEST(SelfCommunicator, RejectsBadOptionsAndRoots) {
   EXPECT_CONTAINS(error_of([] { self_communicator({.deadline_s = 0.0}); }), "deadline_s must be a positive");
   EXPECT_CONTAINS(error_of([] { self_communicator({.deadline_s = std::nan("")}); }), "deadline_s");

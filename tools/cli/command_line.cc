@@ -70,6 +70,9 @@ void add_distributed_flags(CLI::App& app, DistributedFlags& flags) {
                "by mpirun)");
   app.add_flag("--deterministic", flags.deterministic,
                "Data-parallel: the same parameters, bit for bit, for any world size up to 4 (slower steps)");
+  app.add_flag("!--no-overlap", flags.overlap,
+               "Data-parallel: allreduce the gradients after the backward, not during it (for measuring the "
+               "overlap; the results are the same bits)");
 }
 
 void add_device_flag(CLI::App& app, std::string& device) {

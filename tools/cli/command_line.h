@@ -30,10 +30,11 @@ void add_policy_flag(CLI::App& app, std::string& policy);
 void add_threads_flag(CLI::App& app, int& threads);
 void add_device_flag(CLI::App& app, std::string& device);
 void add_optimizer_flag(CLI::App& app, std::string& optimizer);
-/// --distributed and --deterministic (data-parallel training over MPI; docs/distributed.md).
+/// --distributed, --deterministic and --no-overlap (data-parallel training over MPI; docs/distributed.md).
 struct DistributedFlags {
   bool distributed = false;
   bool deterministic = false;
+  bool overlap = true;  // DataParallelOptions::overlap
 };
 void add_distributed_flags(CLI::App& app, DistributedFlags& flags);
 

@@ -68,6 +68,22 @@ class Communicator {
   void allreduce_sum(std::span<float> data, std::string_view what);
   void allreduce_sum(std::span<double> data, std::string_view what);
   void allreduce_sum(std::span<int64_t> data, std::string_view what);
+  /// The same, started: returns at once, and the sums are in `data` once
+  /// finish_started() returned. `data` must stay alive, and be neither read
+  /// nor written, until then. Started collectives complete in the order
+  /// they were started, and before any later blocking collective (which
+  /// finishes them first). Open MPI moves a nonblocking collective on only
+  /// inside MPI calls: call progress() often while computing. The call
+  /// check applies as above; the deadline counts from the start.
+  void start_allreduce_sum(std::span<float> data, std::string_view what);
+  void start_allreduce_sum(std::span<double> data, std::string_view what);
+  /// Moves the started collectives on, without waiting (a few MPI tests).
+  void progress();
+  /// Waits until every started collective completed.
+  void finish_started();
+  /// Started collectives not yet known to be complete.
+  int started() const { return started_; }
+
   /// Every rank's `mine`, concatenated in rank order (any sizes, empty
   /// included); `counts`, when given, receives each rank's byte count.
   std::vector<std::byte> allgatherv(std::span<const std::byte> mine, std::string_view what,
@@ -103,6 +119,13 @@ class Communicator {
                                                 const Call& call) = 0;
   virtual void run_broadcast(std::span<std::byte> data, int root, const Call& call) = 0;
   virtual void run_barrier(const Call& call) = 0;
+  /// Started allreduces (size() > 1): queue one (`call.what` must be
+  /// copied; the sequence number is sequence_, its deadline `deadline`),
+  /// and move the queue on -- until it is empty when `wait`. Returns
+  /// whether it is empty.
+  virtual void start_allreduce(void* data, Elem elem, int64_t count, const Call& call,
+                               std::chrono::steady_clock::time_point deadline) = 0;
+  virtual bool advance(bool wait) = 0;
 
   /// "allreduce_sum of 'bucket 2' (1,024 f32)", for errors.
   static std::string describe(const Call& call);
@@ -114,7 +137,13 @@ class Communicator {
  private:
   template <class Fn>
   void collective(const Call& call, int64_t bytes, Fn&& run);
+  /// Runs `fn` (engine work) timed; a throw breaks the communicator.
+  template <class Fn>
+  void guarded(Fn&& fn);
+  void start(void* data, Elem elem, int64_t count, std::string_view what, int64_t bytes);
+  void check_not_broken(const Call& call) const;
   double seconds_ = 0.0;
+  int started_ = 0;
   int64_t bytes_ = 0;
   bool broken_ = false;
 };

@@ -37,6 +37,11 @@ struct ProgramGradPlan {
   std::vector<uint8_t> folded;
   /// Parameters whose whole gradient is one lookup's: updated row by row.
   std::set<std::string> sparse_params;
+  /// Per position of `order`: the parameters whose gradient is final once
+  /// that node ran (its last writer: a ParamGradOut, or the ApplyGrad of a
+  /// vertex function reading it), each named once. A parameter named
+  /// nowhere gets no gradient from this loss.
+  std::vector<std::vector<std::string>> final_after;
   /// One line per node of the gradient graph, in run order (folded ones marked).
   std::string to_text() const;
 };

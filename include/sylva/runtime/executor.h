@@ -10,6 +10,7 @@
 #include "sylva/backend/backend.h"
 #include "sylva/core/tensor.h"
 #include "sylva/frontend/program.h"
+#include "sylva/plan/program_plan.h"
 #include "sylva/plan/vertex_plan.h"
 #include "sylva/runtime/observer.h"
 #include "sylva/runtime/param_store.h"
@@ -143,6 +144,22 @@ class Executor {
   void set_policy(BatchingPolicy p);
   /// Called after every op; nullptr to remove. Costs a clock read per op.
   void set_observer(Observer obs);
+  /// Called while backward() runs, on the thread that called it: after
+  /// every op of the program's gradient and after every task of a vertex
+  /// function's gradient loop, with the parameters whose gradients became
+  /// final there (mostly none; each named once; a parameter this loss
+  /// gives no gradient is never named). For work overlapped with the
+  /// backward: the data-parallel Trainer starts the allreduce of a bucket
+  /// of gradients once they are final, and moves the started ones on from
+  /// here. With a store on a device the gradients reach the ParameterSet
+  /// only at the end of backward(): then no parameter is named. nullptr
+  /// to remove. A throw from the hook ends backward() with it.
+  using GradientHook = std::function<void(std::span<const std::string> final)>;
+  void set_gradient_hook(GradientHook hook);
+  /// The plan of backward(loss): its run order, which parameters get
+  /// row-sparse gradients, where each gradient becomes final. It depends on
+  /// the program only (no forward() needed).
+  const plan::ProgramGradPlan& gradient_plan(Symbol loss);
   /// F as the executor runs it (IOS-planned with ExecutorOptions::ios), for inspection.
   const ir::Graph& vertex_function(Symbol apply) const;
   /// ∂F of the vertex function applied by node `apply` of the program (for inspection).

@@ -37,6 +37,11 @@ struct DataParallelOptions {
   int groups = 4;
   /// Dense gradients are allreduced in buckets of about this many bytes.
   int64_t bucket_bytes = int64_t{4} << 20;
+  /// Default mode: start each bucket's allreduce during the backward, as
+  /// soon as its gradients are final (the classifier's before the vertex
+  /// functions' loops end), so that communication overlaps computation.
+  /// false: every bucket after the backward. The sums are the same either way.
+  bool overlap = true;
   /// Every this many steps, every rank's parameters are hashed and compared,
   /// so replicas that drifted apart are named (0: never).
   int fingerprint_every = 100;

@@ -3,9 +3,11 @@
 // the expected result itself. Run with 2 and 4 ranks (tests/CMakeLists.txt).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "mpi_main.h"
@@ -133,6 +135,67 @@ TEST(MpiCollectives, CountsTimeAndBytes) {
   comm->allreduce_sum(std::span<double>(data), "counted");
   EXPECT_EQ(comm->bytes_sent(), 800);
   EXPECT_GT(comm->seconds(), 0.0);
+}
+
+// Started allreduces: several in flight at once (empty and large ones
+// among them), moved on by progress() between bits of other work, then a
+// blocking collective, which finishes them first.
+TEST(MpiCollectives, StartedAllreducesCompleteInOrder) {
+  auto comm = mpi_communicator();
+  const int me = comm->rank();
+  const std::vector<int64_t> sizes{5, 0, (int64_t{1} << 20) + 3, 1000};
+  std::vector<std::vector<float>> f;
+  std::vector<std::vector<double>> d;
+  for (int64_t n : sizes) {
+    f.emplace_back(static_cast<size_t>(n));
+    d.emplace_back(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) f.back()[static_cast<size_t>(i)] = input<float>(me, i);
+    for (int64_t i = 0; i < n; ++i) d.back()[static_cast<size_t>(i)] = input<double>(me, i + 1);
+  }
+  double busy = 0.0;
+  for (size_t b = 0; b < sizes.size(); ++b) {
+    comm->start_allreduce_sum(std::span<float>(f[b]), "started f32 " + std::to_string(b));
+    for (int k = 0; k < 1000; ++k) busy += std::sqrt(static_cast<double>(k + me));  // other work
+    comm->progress();
+    comm->start_allreduce_sum(std::span<double>(d[b]), "started f64 " + std::to_string(b));
+  }
+  EXPECT_GT(busy, 0.0);
+  comm->progress();
+  int64_t after[1] = {1};
+  comm->allreduce_sum(std::span<int64_t>(after), "after the started ones");
+  EXPECT_EQ(comm->started(), 0);
+  EXPECT_EQ(after[0], comm->size());
+  for (size_t b = 0; b < sizes.size(); ++b)
+    for (int64_t i = 0; i < sizes[b]; ++i) {
+      float ef = 0;
+      double ed = 0;
+      for (int r = 0; r < comm->size(); ++r) ef += input<float>(r, i), ed += input<double>(r, i + 1);
+      ASSERT_EQ(f[b][static_cast<size_t>(i)], ef) << "buffer " << b << " element " << i;
+      ASSERT_EQ(d[b][static_cast<size_t>(i)], ed) << "buffer " << b << " element " << i;
+    }
+  // And finish_started() alone.
+  std::vector<double> one(3, 1.0);
+  comm->start_allreduce_sum(std::span<double>(one), "alone");
+  comm->finish_started();
+  EXPECT_EQ(one, std::vector<double>(3, static_cast<double>(comm->size())));
+  EXPECT_FALSE(comm->broken());
+}
+
+TEST(MpiCollectives, AMismatchedStartedAllreduceIsNamedOnEveryRank) {
+  auto comm = mpi_communicator();
+  const int me = comm->rank();
+  std::vector<double> ok(4, 1.0), bad(me == 1 ? 6 : 2, 1.0);
+  const std::string e = error_of([&] {
+    comm->start_allreduce_sum(std::span<double>(ok), "bucket 0: W");
+    comm->start_allreduce_sum(std::span<double>(bad), "bucket 1: U");
+    comm->finish_started();
+  });
+  EXPECT_CONTAINS(e, "mismatched collective #1");
+  EXPECT_CONTAINS(e, me == 1 ? "this rank called allreduce_sum of 'bucket 1: U' (6 f64) but rank 0 called "
+                               "allreduce_sum of 'bucket 1: U' (2 f64)"
+                             : "but rank 1 called allreduce_sum of 'bucket 1: U' (6 f64)");
+  EXPECT_TRUE(comm->broken());
+  EXPECT_CONTAINS(error_of([&] { comm->progress(); }), "broken");
 }
 
 // The call check: every rank names the rank that called something else,

@@ -75,6 +75,16 @@ TEST_P(DataParallel, DefaultModeMatchesOneProcessToRounding) {
   }
 }
 
+// Overlap changes when the buckets move, not what they hold: the same bits.
+TEST_P(DataParallel, OverlapChangesNoBits) {
+  const TrainingRun overlapped = train(GetParam(), &world(), {.bucket_bytes = 256, .overlap = true});
+  const TrainingRun after = train(GetParam(), &world(), {.bucket_bytes = 256, .overlap = false});
+  EXPECT_EQ(std::memcmp(overlapped.losses.data(), after.losses.data(), after.losses.size() * sizeof(double)), 0);
+  for (size_t k = 0; k < after.params.size(); ++k)
+    EXPECT_EQ(std::memcmp(overlapped.params[k].raw(), after.params[k].raw(), after.params[k].nbytes()), 0)
+        << "parameter " << k;
+}
+
 TEST_P(DataParallel, DeterministicModeGivesTheOneProcessBits) {
   const TrainingRun alone = train(GetParam(), nullptr, {.deterministic = true});
   const TrainingRun ranks = train(GetParam(), &world(), {.deterministic = true});

@@ -19,9 +19,31 @@ packages=(
   git ca-certificates
 )
 # --fuzz: also clang and its libFuzzer runtime (SYLVA_BUILD_FUZZERS=ON; docs/reliability.md).
-if [[ ${1:-} == --fuzz ]]; then
-  packages+=(clang libclang-rt-14-dev)
-fi
+# --python: also Python's headers and venv, and a virtual environment
+# build/pyvenv with nanobind, scikit-build-core, numpy and pytest from PyPI
+# (SYLVA_BUILD_PYTHON=ON; docs/python.md).
+python=0
+for arg in "$@"; do
+  case $arg in
+    --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --python) python=1; packages+=(python3 python3-dev python3-venv) ;;
+    *) echo "install_deps: unknown option $arg (--fuzz, --python)" >&2; exit 2 ;;
+  esac
+done
+
+# The virtual environment of --python, made or completed (idempotently: it
+# does nothing when every module imports).
+python_env() {
+  local venv=build/pyvenv modules="nanobind scikit_build_core numpy pytest"
+  cd "$(dirname "$0")/.."
+  if [[ -x $venv/bin/python ]] && $venv/bin/python -c "import ${modules// /, }" 2>/dev/null; then
+    echo "install_deps: $venv has ${modules// /, }"
+    return 0
+  fi
+  echo "install_deps: making $venv (pip install nanobind scikit-build-core numpy pytest)"
+  python3 -m venv "$venv" && "$venv/bin/python" -m pip install -q --upgrade pip &&
+    "$venv/bin/python" -m pip install -q nanobind scikit-build-core numpy pytest
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +54,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install_deps: all ${#packages[@]} packages already installed"
+  if [[ $python -eq 1 ]]; then python_env; fi
   exit 0
 fi
 
@@ -48,4 +71,5 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update
 "${sudo[@]}" apt-get install -y --no-install-recommends "${packages[@]}"
+if [[ $python -eq 1 ]]; then python_env; fi
 echo "install_deps: done"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sylva's full check (what .ci/run executes):
 #   1. release: Release + -Werror, everything (library, tests, examples,
-#      benchmarks, and the CUDA backend where /usr/local/cuda has CUDA 13)
+#      benchmarks, the Python package and its pytest suite, and the CUDA
+#      backend where /usr/local/cuda has CUDA 13)
 #      in build/release; ctest without the `slow` label.
 #   2. asan:    -O1 -g1 (tests and programs -O0) + AddressSanitizer/UndefinedBehaviorSanitizer,
 #      library, tests and examples in build/asan (the example models have
@@ -14,7 +15,11 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
-bash scripts/install_deps.sh || { echo "run_tests: FAILED (dependency installation)"; exit 1; }
+# --python: the Python package's build and test modules in build/pyvenv (PyPI).
+bash scripts/install_deps.sh --python || { echo "run_tests: FAILED (dependency installation)"; exit 1; }
+# The Python package (nanobind) is built and its pytest suite run (ctest
+# python_tests) in the release and ASan stages.
+python_flags=(-DSYLVA_BUILD_PYTHON=ON "-DPython_EXECUTABLE=$PWD/build/pyvenv/bin/python")
 
 jobs=$(nproc)
 ctest_args=(--output-on-failure -LE slow -j2 --timeout 600)
@@ -80,7 +85,7 @@ fi
 #    overload; the release stage builds file by file, as users do, and runs
 #    the same tests.
 sanitizer_code_opt=(-DSYLVA_TEST_OPT=-O0 -DSYLVA_PROGRAM_OPT=-O0 -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
-stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON "$cuda_flag" "${link_flags[@]}"
+stage release build/release -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON "$cuda_flag" "${link_flags[@]}" "${python_flags[@]}"
 release_rc=$?
 [[ $release_rc -ne 0 ]] && status=1
 
@@ -95,7 +100,7 @@ else
   # half the object size (checkpoint_test.cc: 17 s vs 25 s).
   stage asan build/asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     "-DSYLVA_SANITIZE=address;undefined" -DSYLVA_BUILD_EXAMPLES=ON -DSYLVA_BUILD_BENCHMARKS=OFF "${sanitizer_code_opt[@]}" \
-    -DSYLVA_BUILD_CUDA=OFF "${link_flags[@]}" || status=1
+    -DSYLVA_BUILD_CUDA=OFF "${link_flags[@]}" "${python_flags[@]}" || status=1
 fi
 
 # 3. tsan: ThreadSanitizer on the tests that run Sylva's own threads: the

@@ -50,17 +50,28 @@ VertexFunction lstm_cell(ParameterSet& ps, const LstmLmConfig& c, int64_t layer)
   return f;
 }
 
+// Every node is made in its own statement, so the node order (which keys
+// dropout's random streams) does not depend on the compiler's order of
+// evaluating arguments, and python/examples/var_lstm.py makes the same graph.
 LstmLm::LstmLm(ParameterSet& ps, const LstmLmConfig& c) : cfg(c), program(c.dtype) {
-  Symbol x = dropout(lookup(program.param(ps["E"]), program.input_ids("words")), c.dropout);
+  const Symbol E = program.param(ps["E"]);
+  const Symbol words = program.input_ids("words");
+  Symbol x = dropout(lookup(E, words), c.dropout);
   for (int64_t l = 1; l <= c.layers; ++l) {
     cells.push_back(lstm_cell(ps, c, l));
-    Symbol in = c.projection_in_cell ? x
-                                     : matmul(x, program.param(ps[layer_param("W", l)])) +
-                                           program.param(ps[layer_param("b", l)]);
+    Symbol in = x;
+    if (!c.projection_in_cell) {
+      const Symbol W = program.param(ps[layer_param("W", l)]);
+      const Symbol b = program.param(ps[layer_param("b", l)]);
+      in = matmul(x, W) + b;
+    }
     x = dropout(program.apply(cells.back(), in), c.dropout);
   }
-  logits = matmul(x, program.param(ps["Ws"])) + program.param(ps["bs"]);
-  loss = softmax_cross_entropy(logits, program.input_ids("labels"));
+  const Symbol Ws = program.param(ps["Ws"]);
+  const Symbol bs = program.param(ps["bs"]);
+  logits = matmul(x, Ws) + bs;
+  const Symbol labels = program.input_ids("labels");
+  loss = softmax_cross_entropy(logits, labels);
 }
 
 }  // namespace sylva::examples

@@ -44,7 +44,8 @@ VertexFunction tree_lstm_cell(ParameterSet& ps, const TreeLstmConfig& c) {
       gates.push_back(matmul(x, slice(W, from, to)) + matmul(hh2, slice(U, from, to)) + slice(b, from, to));
     }
   } else {
-    gates = split(matmul(x, W) + matmul(hh2, U) + b, n);
+    const Symbol xw = matmul(x, W), hu = matmul(hh2, U);  // one statement each: a defined node order
+    gates = split(xw + hu + b, n);
   }
   Symbol cc, o;
   if (c.cell == TreeLstmCell::tai) {
@@ -64,13 +65,20 @@ VertexFunction tree_lstm_cell(ParameterSet& ps, const TreeLstmConfig& c) {
   return f;
 }
 
+// Every node is made in its own statement, so the node order (which keys
+// dropout's random streams) does not depend on the compiler's order of
+// evaluating arguments, and python/examples/tree_lstm.py makes the same graph.
 TreeLstmModel::TreeLstmModel(ParameterSet& ps, const TreeLstmConfig& c)
     : cfg(c), cell(tree_lstm_cell(ps, c)), program(c.dtype) {
-  Symbol words = program.input_ids("words");
-  Symbol x = dropout(lookup(program.param(ps["E"]), words), c.emb_dropout);
+  const Symbol words = program.input_ids("words");
+  const Symbol E = program.param(ps["E"]);
+  const Symbol x = dropout(lookup(E, words), c.emb_dropout);
   hidden = program.apply(cell, x);
-  logits = matmul(dropout(hidden, c.dropout), program.param(ps["Ws"])) + program.param(ps["bs"]);
-  loss = softmax_cross_entropy(logits, program.input_ids("labels"));
+  const Symbol Ws = program.param(ps["Ws"]);
+  const Symbol bs = program.param(ps["bs"]);
+  logits = matmul(dropout(hidden, c.dropout), Ws) + bs;
+  const Symbol labels = program.input_ids("labels");
+  loss = softmax_cross_entropy(logits, labels);
 }
 
 }  // namespace sylva::examples

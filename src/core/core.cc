@@ -190,6 +190,43 @@ bool Buffer::reserve(size_t bytes, bool keep) {
 
 // ---- Tensor --------------------------------------------------------------
 
+namespace {
+// Memory another library owns: releasing it drops the owner.
+class ExternalMemory final : public Memory {
+ public:
+  explicit ExternalMemory(std::shared_ptr<void> owner) : owner_(std::move(owner)) {}
+  void* allocate(size_t bytes) override {
+    SYLVA_THROW("[tensor] a tensor over external memory (Tensor::wrap) cannot grow to ", bytes, " bytes");
+  }
+  void release(void*) noexcept override { owner_.reset(); }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  bool host_visible() const override { return true; }
+
+ private:
+  std::shared_ptr<void> owner_;
+};
+
+// The buffer and its memory in one block (the buffer goes first).
+struct ExternalStorage {
+  ExternalStorage(void* data, size_t bytes, std::shared_ptr<void> owner)
+      : memory(std::move(owner)), buffer(memory, data, bytes) {}
+  ExternalMemory memory;
+  Buffer buffer;
+};
+}  // namespace
+
+Tensor Tensor::wrap(void* data, Shape shape, DType dtype, std::shared_ptr<void> owner) {
+  SYLVA_CHECK(data != nullptr || shape.numel() == 0, "[tensor] wrap: null data for shape ", shape.str());
+  Tensor t;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  auto storage = std::make_shared<ExternalStorage>(data, t.nbytes(), std::move(owner));
+  t.storage_ = std::shared_ptr<Buffer>(storage, &storage->buffer);
+  return t;
+}
+
 Tensor::Tensor(Shape shape, DType dtype)
     : shape_(std::move(shape)), dtype_(dtype), storage_(std::make_shared<Buffer>()) {
   storage_->reserve(std::max<size_t>(nbytes(), 1));

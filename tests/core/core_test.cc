@@ -1,6 +1,9 @@
 // Shape, Buffer, Tensor, DynamicTensor and the error macros.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "support/test_util.h"
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/core/tensor.h"
@@ -48,6 +51,24 @@ TEST(Tensor, ZeroFilledTypedAccessCloneAndReshape) {
   EXPECT_CONTAINS(error_of([&] { t.at(6); }), "out of range");
   Tensor f(Shape{2, 3}, DType::f32);
   EXPECT_CONTAINS(error_of([&] { f.copy_from(t); }), "copy_from");
+}
+
+TEST(Tensor, WrapSharesMemoryAndKeepsItsOwnerAliveUntilTheLastCopy) {
+  auto memory = std::make_shared<std::vector<double>>(std::vector<double>{1, 2, 3, 4, 5, 6});
+  std::weak_ptr<std::vector<double>> watch = memory;
+  Tensor t = Tensor::wrap(memory->data(), Shape{2, 3}, DType::f64, memory);
+  memory.reset();
+  EXPECT_FALSE(watch.expired());  // the tensor holds it
+  EXPECT_EQ(t.at(5), 6.0);
+  Tensor r = t.reshape(Shape{3, 2});
+  t = Tensor();
+  EXPECT_FALSE(watch.expired());  // a copy still holds it
+  r.set(0, -1.0);
+  EXPECT_EQ((*watch.lock())[0], -1.0);
+  EXPECT_EQ(r.clone().at(0), -1.0);
+  r = Tensor();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_CONTAINS(error_of([] { Tensor::wrap(nullptr, Shape{2}, DType::f32, nullptr); }), "null data");
 }
 
 TEST(DynamicTensor, WindowsOverAGrowOnlyArena) {

@@ -33,6 +33,10 @@ class Buffer {
   /// An empty buffer whose blocks come from `memory` (which must outlive it).
   explicit Buffer(Memory& memory) : memory_(&memory) {}
   explicit Buffer(size_t bytes) { reserve(bytes); }
+  /// Takes `data` (`bytes` long, allocated by `memory` or handed over to
+  /// it), which `memory` releases when the buffer goes. Tensor::wrap uses
+  /// it for memory Sylva did not allocate.
+  Buffer(Memory& memory, void* data, size_t bytes) : memory_(&memory), data_(data), capacity_(bytes) {}
   ~Buffer();
   Buffer(Buffer&& o) noexcept;
   Buffer& operator=(Buffer&& o) noexcept;

@@ -24,6 +24,12 @@ class Tensor {
   Tensor() = default;
   /// Zero-filled tensor on the host.
   Tensor(Shape shape, DType dtype);
+  /// A tensor over host memory Sylva did not allocate (a NumPy array's, a
+  /// DLPack capsule's): `data` holds shape.numel() contiguous row-major
+  /// elements of `dtype`, and stays valid while `owner` lives; every copy
+  /// of the tensor keeps `owner` alive. Such a tensor never grows, and its
+  /// data need not be 64-byte aligned.
+  static Tensor wrap(void* data, Shape shape, DType dtype, std::shared_ptr<void> owner);
 
   bool defined() const { return storage_ != nullptr; }
   const Shape& shape() const { return shape_; }

@@ -89,8 +89,9 @@ class Optimizer {
 
  protected:
   Optimizer(double lr, std::string_view who);
-  Optimizer(const Optimizer&) = default;
-  Optimizer& operator=(const Optimizer&) = default;
+  // Movable, not copyable: the state may hold device buffers (move-only).
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
   Optimizer(Optimizer&&) = default;
   Optimizer& operator=(Optimizer&&) = default;
 

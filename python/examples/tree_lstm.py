@@ -16,21 +16,7 @@ import time
 import numpy as np
 
 import sylva
-
-
-def find_sst(flag):
-    """The SST directory: --data alone if given, else $SYLVA_DATA/sst, else shared/data/sst above the checkout."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    if flag:
-        candidates = [flag]
-    else:
-        candidates = [os.path.join(os.environ["SYLVA_DATA"], "sst")] if os.environ.get("SYLVA_DATA") else []
-        candidates += [os.path.join(here, *[".."] * up, "shared", "data", "sst") for up in range(2, 5)]
-    for c in candidates:
-        if all(os.path.isfile(os.path.join(c, f)) for f in ("train.txt", "dev.txt", "test.txt")):
-            return os.path.normpath(c)
-    raise sylva.Error("[tree_lstm] SST not found; looked in: " + ", ".join(os.path.normpath(c) for c in candidates)
-                      + " (set --data DIR or SYLVA_DATA)")
+from example_util import find_dataset, format_duration
 
 
 def load_split(path, vocab, grow):
@@ -134,11 +120,6 @@ def evaluate(trainer, model, graphs):
     return acc
 
 
-def format_duration(seconds):
-    t = int(round(max(0.0, seconds)))
-    return f"{t // 3600}h{(t // 60) % 60:02d}m" if t >= 3600 else f"{t // 60}m{t % 60:02d}s"
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(description="Tree-LSTM sentiment classification (Tai et al. 2015) with Sylva")
     ap.add_argument("--data", help="SST directory with train.txt/dev.txt/test.txt (default: $SYLVA_DATA/sst)")
@@ -195,7 +176,7 @@ def train_epoch(trainer, batches, epoch, total, a, log):
 def main(argv=None):
     a = parse_args(argv)
     dtype = "float64" if a.float64 else "float32"
-    sst = find_sst(a.data)
+    sst = find_dataset("sst", ("train.txt", "dev.txt", "test.txt"), a.data, "tree_lstm")
     print(f"loading SST from {sst}")
     vocab = sylva.Vocabulary()
     vocab.set_unknown("<unk>")

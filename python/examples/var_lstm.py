@@ -16,21 +16,7 @@ import time
 import numpy as np
 
 import sylva
-
-
-def find_ptb(flag):
-    """The PTB directory: --data alone if given, else $SYLVA_DATA/ptb, else shared/data/ptb above the checkout."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    if flag:
-        candidates = [flag]
-    else:
-        candidates = [os.path.join(os.environ["SYLVA_DATA"], "ptb")] if os.environ.get("SYLVA_DATA") else []
-        candidates += [os.path.join(here, *[".."] * up, "shared", "data", "ptb") for up in range(2, 5)]
-    for c in candidates:
-        if all(os.path.isfile(os.path.join(c, f"ptb.{s}.txt")) for s in ("train", "valid", "test")):
-            return os.path.normpath(c)
-    raise sylva.Error("[var_lstm] PTB not found; looked in: " + ", ".join(os.path.normpath(c) for c in candidates)
-                      + " (set --data DIR or SYLVA_DATA)")
+from example_util import find_dataset, format_duration
 
 
 def read_ptb(path, vocab, grow):
@@ -113,11 +99,6 @@ def perplexity(trainer, samples, batch):
     return math.exp(loss / tokens)
 
 
-def format_duration(seconds):
-    t = int(round(max(0.0, seconds)))
-    return f"{t // 3600}h{(t // 60) % 60:02d}m" if t >= 3600 else f"{t // 60}m{t % 60:02d}s"
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(description="Var-LSTM language model on PTB: one variable-length chain per "
                                              "sentence, no padding")
@@ -169,7 +150,7 @@ def train_epoch(trainer, train, order, batches, epoch, lr, a):
 def main(argv=None):
     a = parse_args(argv)
     dtype = "float64" if a.float64 else "float32"
-    ptb = find_ptb(a.data)
+    ptb = find_dataset("ptb", ("ptb.train.txt", "ptb.valid.txt", "ptb.test.txt"), a.data, "var_lstm")
     print(f"loading PTB from {ptb}")
     vocab = sylva.Vocabulary()
     train_s = read_ptb(os.path.join(ptb, "ptb.train.txt"), vocab, True)

@@ -84,7 +84,12 @@ void bind_trainer_options(nb::module_& m) {
                    })
       .def_rw("optimizer_on_device", &TrainerOptions::optimizer_on_device)
       .def_rw("sync_parameters", &TrainerOptions::sync_parameters)
-      .def_rw("parallel", &TrainerOptions::parallel);
+      .def_rw("parallel", &TrainerOptions::parallel)
+      .def_prop_rw("communicator", [](const TrainerOptions& o) { return o.communicator; },
+                   [](TrainerOptions& o, dist::Communicator* c) { o.communicator = c; },
+                   nb::for_getter(nb::rv_policy::reference), nb::for_setter(nb::arg("value").none()),
+                   "Data-parallel training over this communicator (None: this process alone); the trainer "
+                   "keeps it alive.");
 
   nb::class_<StepResult>(m, "StepResult", "What one training step did.")
       .def_ro("loss", &StepResult::loss)
@@ -95,12 +100,15 @@ void bind_trainer_options(nb::module_& m) {
       .def_ro("local_vertices", &StepResult::local_vertices)
       .def_ro("imbalance", &StepResult::imbalance)
       .def_ro("comm_seconds", &StepResult::comm_seconds)
-      .def_ro("comm_bytes", &StepResult::comm_bytes);
+      .def_ro("comm_bytes", &StepResult::comm_bytes)
+      .def_ro("sparse_bytes", &StepResult::sparse_bytes)
+      .def_ro("sparse_table_bytes", &StepResult::sparse_table_bytes);
 }
 
 struct PyTrainer {
   std::unique_ptr<Trainer> t;
   PySymbol loss;
+  nb::object communicator;  // TrainerOptions::communicator's Python object (or None)
 };
 
 void bind_trainer(nb::module_& m) {
@@ -113,7 +121,7 @@ void bind_trainer(nb::module_& m) {
              nb::object opts = nb::cast(o ? *o : TrainerOptions{});
              apply_kwargs(opts, kw, "Trainer", opts.attr("executor"));
              new (t) PyTrainer{std::make_unique<Trainer>(p, ps, loss.s, like(opt), nb::cast<TrainerOptions>(opts)),
-                               loss};
+                               loss, opts.attr("communicator")};
            }, nb::arg("program"), nb::arg("params"), nb::arg("loss"), nb::arg("optimizer"),
            nb::arg("options") = nb::none(), nb::arg("kwargs"), nb::keep_alive<1, 3>(),
            "Keyword arguments set TrainerOptions fields and, for the others, ExecutorOptions fields: "

@@ -67,5 +67,6 @@ void bind_core(nb::module_& m);
 void bind_frontend(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_train(nb::module_& m);
+void bind_dist(nb::module_& m);
 
 }  // namespace sylva::python

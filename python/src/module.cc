@@ -9,5 +9,6 @@ NB_MODULE(_sylva, m) {
   sylva::python::bind_core(m);
   sylva::python::bind_frontend(m);
   sylva::python::bind_runtime(m);
+  sylva::python::bind_dist(m);  // before the trainer, whose options name a Communicator
   sylva::python::bind_train(m);
 }

@@ -1,7 +1,8 @@
 // sylva-cosa: CoSA's one-shot MIP schedule of a layer, the analytical model
 // of any mapping, random-search baselines, and a whole network's table.
 //
-//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--objective u,c,t,l] [--pad 7] -o map.yaml
+//   sylva-cosa arch [-o cpu.yaml]   (this CPU; --arch cpu uses it)
+//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--objective u,c,t,l] [--pad 7] [--run] -o map.yaml
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
 //   sylva-cosa search --algo random|hybrid --arch A --problem P [--mapspace M] [--valid 5] [--seconds S]
 //                     [--threads 2] [--victory 500] [--seed 1] [-o map.yaml]
@@ -9,13 +10,22 @@
 //                    [--hybrid-seconds 2] [--threads 2] [--pad 7] [--csv table.csv]
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "command_line.h"
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_kernel.h"
 #include "sylva/sched/cosa_search.h"
 
 using namespace sylva;
@@ -54,6 +64,50 @@ Problem layer(const std::string& path, int64_t pad) {
                 static_cast<long long>(pad),
                 100.0 * (static_cast<double>(padded.macs()) / static_cast<double>(p.macs()) - 1));
   return padded;
+}
+
+// The CPU's clock in GHz (cpufreq's maximum, else /proc/cpuinfo's "cpu MHz"); NaN if neither is readable.
+double cpu_ghz() {
+  if (std::ifstream f("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); f) {
+    double khz = 0;
+    if (f >> khz && khz > 0) return khz * 1e-6;
+  }
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos)
+      return std::stod(line.substr(line.find(':') + 1)) * 1e-3;
+  return NAN;
+}
+
+// --run: the mapping as a kernel (float32, random data): checked against the
+// plain convolution, timed (median of 5 after a warm-up), and set beside the model.
+void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluation& e) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> w(static_cast<size_t>(weight_size(p))), in(static_cast<size_t>(input_size(p))),
+      out(static_cast<size_t>(output_size(p))), ref(out.size());
+  for (float& x : w) x = u(rng);
+  for (float& x : in) x = u(rng);
+  run_conv(p, m, a, w.data(), in.data(), out.data());
+  reference_conv(p, w.data(), in.data(), ref.data());
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::abs(out[i] - ref[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(ref[i])));
+  }
+  std::vector<double> times;
+  for (int k = 0; k < 5; ++k) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run_conv(p, m, a, w.data(), in.data(), out.data());
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(times.begin(), times.end());
+  const double ghz = cpu_ghz(), median = times[2];
+  std::printf("measured: median %.3f ms over 5 runs (%.3f..%.3f), %.2f GFLOP/s; max error %.1e of the largest output\n",
+              median * 1e3, times.front() * 1e3, times.back() * 1e3, 2.0 * static_cast<double>(p.macs()) / median * 1e-9,
+              scale > 0 ? err / scale : err);
+  std::printf("model: %lld cycles = %.3f ms at %.2f GHz; measured / predicted %.2f\n", static_cast<long long>(e.cycles),
+              static_cast<double>(e.cycles) / ghz * 1e-6, ghz, median / (static_cast<double>(e.cycles) / ghz * 1e-9));
 }
 
 ObjectiveWeights parse_weights(const std::string& text) {
@@ -115,10 +169,19 @@ int main(int argc, char** argv) {
   double seconds = 0, hybrid_seconds = 2;
   uint64_t seed = 1;
   const auto common = [&](CLI::App* c) {
-    c->add_option("--arch", arch, "architecture YAML (Timeloop v1)")->required()->check(CLI::ExistingFile);
+    c->add_option("--arch", arch, "architecture YAML (Timeloop v1), or cpu: this machine's CPU (sylva-cosa arch)")
+        ->required()->check(CLI::Validator(
+            [](std::string& v) {
+              return v == "cpu" || std::filesystem::is_regular_file(v)
+                         ? std::string()
+                         : "File does not exist: " + v + " (give a Timeloop v1 arch YAML, or cpu for this machine)";
+            },
+            "FILE|cpu"));
     c->add_option("--mapspace", mapspace, "keep/bypass constraints (default: every level keeps every tensor)")
         ->check(CLI::ExistingFile);
   };
+  CLI::App* arch_cmd = app.add_subcommand("arch", "this machine's CPU as a Timeloop v1 architecture (--arch cpu)");
+  arch_cmd->add_option("-o,--output", out, "write it here (default: print it)")->check(cli::kWritablePath);
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
   sched->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
@@ -127,6 +190,8 @@ int main(int argc, char** argv) {
   sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")
       ->check(cli::kNonNegative)->capture_default_str();
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)")->check(cli::kWritablePath);
+  bool run = false;
+  sched->add_flag("--run", run, "also run the mapping as a CPU kernel (float32): checked, timed, beside the model");
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
   common(eval);
   eval->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
@@ -168,7 +233,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   if (const int rc = cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
-    const Arch a = read_arch(arch);
+    if (*arch_cmd) {
+      const std::string yaml = arch_yaml(this_cpu_arch());
+      if (!out.empty()) write_file_atomically(out, yaml);
+      else std::fputs(yaml.c_str(), stdout);
+      return 0;
+    }
+    const Arch a = arch == "cpu" ? this_cpu_arch() : read_arch(arch);
     const Mapspace ms = mapspace_or_default(mapspace, a);
     if (*sched) {
       const Problem p = layer(problem, pad);
@@ -176,7 +247,8 @@ int main(int argc, char** argv) {
       std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f\n", r.variables, r.constraints, r.objective);
       print(p.name.c_str(), r.evaluation, r.solve_seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(r.mapping));
-      else std::fputs(mapping_yaml(r.mapping).c_str(), stdout);
+      else if (!run) std::fputs(mapping_yaml(r.mapping).c_str(), stdout);
+      if (run) run_kernel(p, r.mapping, a, r.evaluation);
     } else if (*eval) {
       const Problem p = read_problem(problem);
       print(p.name.c_str(), evaluate(read_mapping(mapping, a), p, a), 0.0);

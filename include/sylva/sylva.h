@@ -34,6 +34,8 @@
 // sched
 #include "sylva/sched/ios.h"
 #include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_kernel.h"
 #include "sylva/sched/ios_graph.h"
 #include "sylva/sched/ios_ir.h"
 

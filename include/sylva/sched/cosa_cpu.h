@@ -1,0 +1,65 @@
+// This machine's CPU as a CoSA architecture (issue: CoSA drives Sylva's
+// own kernels): vector registers, the data caches and DRAM as storage
+// levels, SIMD lanes and cores as spatial fan-out, sized from Linux's
+// sysfs cache description (/sys/devices/system/cpu/cpuN/cache/index*), and
+// written in the Timeloop v1 format every CoSA tool reads.
+//
+// @code
+// cosa::Arch a = cosa::this_cpu_arch();          // sylva::Error if sysfs has no cache description
+// write_file_atomically("cpu.yaml", cosa::arch_yaml(a));  // a file to edit or keep as a fallback
+// cosa::Result r = cosa::schedule(problem, a, cosa::keep_everything(a));
+// @endcode
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sylva/sched/cosa_spec.h"
+
+namespace sylva::cosa {
+
+/// What the architecture is built from.
+struct CpuFacts {
+  struct Cache {
+    int level = 0;          // 1, 2, 3, ...
+    int64_t bytes = 0;
+    int shared_by = 1;      // logical CPUs sharing one instance
+    int64_t line_bytes = 64;
+  };
+  int cores = 1;            // logical CPUs this process may use
+  int simd_lanes = 1;       // float32 lanes per vector register
+  int vector_registers = 16;
+  std::vector<Cache> caches;  // data and unified caches, innermost first
+  /// Assumed (not read from the machine): float32 words per cycle each
+  /// cache level can deliver to one core (L1: two 64-byte loads; L2: one
+  /// line; L3 and beyond: half a line), and DRAM's words per cycle for the
+  /// whole chip.
+  double dram_words_per_cycle = 4.0;
+};
+
+/// Reads the caches of CPU 0 under `sysfs_cpu` (level, type, size,
+/// shared_cpu_list, coherency_line_size; instruction caches left out),
+/// with `cores` logical CPUs and this build's SIMD width (AVX-512: 16
+/// float32 lanes and 32 registers, AVX2: 8 and 16, else 4 and 16).
+/// sylva::Error naming the directory and file when a cache description is
+/// missing or malformed.
+CpuFacts read_cpu_facts(const std::string& sysfs_cpu = "/sys/devices/system/cpu", int cores = 0);
+
+/// The architecture: "Registers" (vector_registers words per lane, one
+/// instance per lane of every core), one level per data cache ("L1", "L2",
+/// ...; instances = cores / shared_by, rounded so each divides the level
+/// below), "DRAM"; float32 words; MAC instances = cores x lanes. A cache
+/// that is larger than the one above it is required (sylva::Error).
+Arch cpu_arch(const CpuFacts& facts, const std::string& name = "cpu");
+/// cpu_arch(read_cpu_facts()).
+Arch this_cpu_arch();
+
+/// The architecture in Timeloop's v1 layout (what read_arch reads back).
+std::string arch_yaml(const Arch& a);
+
+/// A mapspace in which every level keeps every tensor (no bypass), as a
+/// CPU's caches do.
+Mapspace keep_everything(const Arch& a);
+
+}  // namespace sylva::cosa

@@ -1,0 +1,49 @@
+// A convolution kernel that runs any valid mapping of a Timeloop CNN-layer
+// problem on the CPU (issue: CoSA drives Sylva's own kernels), step one:
+// correctness. The mapping's loop nest -- every level's temporal loops in
+// its permutation, then its spatial loops, from DRAM inwards -- is walked
+// tile by tile; the innermost block (the Registers level's loops and the
+// spatial loops under L1, i.e. the SIMD lanes) is one tile computed by a
+// fixed loop nest with Q innermost, which the compiler vectorises. Spatial
+// loops above L1 over output dimensions (K, P, Q, N) run on threads
+// (disjoint outputs); spatial loops over reduction dimensions (R, S, C)
+// run in turn. Not tuned yet: no register-tile micro-kernel, no packing.
+//
+// Layouts (row-major): weights [K][C][R][S], inputs [N][C][W][H] with
+// W = (P-1)·w_stride + (R-1)·w_dilation + 1 and H = (Q-1)·h_stride +
+// (S-1)·h_dilation + 1 (R pairs with P, S with Q, as in Timeloop), outputs
+// [N][K][P][Q].
+//
+// @code
+// cosa::Result r = cosa::schedule(p, a, cosa::keep_everything(a));
+// std::vector<float> out(cosa::output_size(p));
+// cosa::run_conv(p, r.mapping, a, w.data(), in.data(), out.data());
+// @endcode
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "sylva/sched/cosa_spec.h"
+
+namespace sylva::cosa {
+
+/// Elements of each tensor in the layouts above.
+int64_t weight_size(const Problem& p);
+int64_t input_size(const Problem& p);
+int64_t output_size(const Problem& p);
+/// {W, H}: the input's extents.
+std::array<int64_t, 2> input_extents(const Problem& p);
+
+/// outputs = conv(weights, inputs) as mapping `m` of `a` lays the loops
+/// out (check_mapping first: sylva::Error naming the level and dimension
+/// of a bad one). `threads` <= 0: usable_cpu_cores(). float or double.
+template <class T>
+void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
+              int threads = 0);
+
+/// The plain seven-loop convolution, for checking run_conv.
+template <class T>
+void reference_conv(const Problem& p, const T* weights, const T* inputs, T* outputs);
+
+}  // namespace sylva::cosa

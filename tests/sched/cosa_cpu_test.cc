@@ -1,0 +1,142 @@
+// This CPU as a CoSA architecture: sysfs parsing (on a fake tree), the
+// levels and fan-outs, the Timeloop YAML round trip, errors, and CoSA's MIP
+// scheduling a ResNet-like layer on the real machine's description.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "support/test_util.h"
+#include "sylva/core/file.h"
+#include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+
+namespace sylva::cosa {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+
+// A sysfs cpu directory with CPU 0's caches: {level, type, size, shared_cpu_list}.
+struct FakeSysfs {
+  explicit FakeSysfs(const std::string& tag) : root(fs::temp_directory_path() / ("sylva_cosa_cpu_" + tag)) {
+    fs::remove_all(root);
+  }
+  ~FakeSysfs() { fs::remove_all(root); }
+  void cache(int index, const std::map<std::string, std::string>& files) const {
+    const fs::path d = root / "cpu0" / "cache" / ("index" + std::to_string(index));
+    fs::create_directories(d);
+    for (const auto& [name, text] : files) std::ofstream(d / name) << text << "\n";
+  }
+  void zen_like() const {  // 8 CPUs: private L1d/L2, one L3
+    cache(0, {{"level", "1"}, {"type", "Data"}, {"size", "48K"}, {"shared_cpu_list", "0"}});
+    cache(1, {{"level", "1"}, {"type", "Instruction"}, {"size", "32K"}, {"shared_cpu_list", "0"}});
+    cache(2, {{"level", "2"}, {"type", "Unified"}, {"size", "2048K"}, {"shared_cpu_list", "0-1"},
+              {"coherency_line_size", "64"}});
+    cache(3, {{"level", "3"}, {"type", "Unified"}, {"size", "36M"}, {"shared_cpu_list", "0-3,4-7"}});
+  }
+  fs::path root;
+};
+
+TEST(CosaCpu, ReadsTheDataCachesOfCpu0) {
+  FakeSysfs sys("read");
+  sys.zen_like();
+  const CpuFacts f = read_cpu_facts(sys.root.string(), 8);
+  ASSERT_EQ(f.caches.size(), 3u);  // the instruction cache is left out
+  EXPECT_EQ(f.cores, 8);
+  EXPECT_EQ(f.caches[0].level, 1);
+  EXPECT_EQ(f.caches[0].bytes, 48 << 10);
+  EXPECT_EQ(f.caches[1].bytes, 2 << 20);
+  EXPECT_EQ(f.caches[1].shared_by, 2);
+  EXPECT_EQ(f.caches[2].bytes, int64_t{36} << 20);
+  EXPECT_EQ(f.caches[2].shared_by, 8);
+  EXPECT_GE(f.simd_lanes, 4);
+}
+
+TEST(CosaCpu, LevelsInstancesAndFanouts) {
+  CpuFacts f;
+  f.cores = 8;
+  f.simd_lanes = 16;
+  f.vector_registers = 32;
+  f.caches = {{1, 48 << 10, 1, 64}, {2, 2 << 20, 2, 64}, {3, int64_t{36} << 20, 8, 64}};
+  const Arch a = cpu_arch(f);
+  ASSERT_EQ(a.levels.size(), 5u);
+  EXPECT_EQ(a.mac_instances, 128);
+  const std::vector<std::string> names{"Registers", "L1", "L2", "L3", "DRAM"};
+  const std::vector<int64_t> instances{128, 8, 4, 1, 1}, entries{32, 12288, 524288, 9437184, 0};
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(a.levels[i].name, names[i]);
+    EXPECT_EQ(a.levels[i].instances, instances[i]) << names[i];
+    EXPECT_EQ(a.levels[i].entries, entries[i]) << names[i];
+  }
+  EXPECT_EQ(a.fanout(1), 16);  // SIMD lanes under each L1
+  EXPECT_EQ(a.fanout(2), 2);   // two cores per L2
+  EXPECT_EQ(a.fanout(3), 4);
+  EXPECT_TRUE(a.levels[4].dram);
+  EXPECT_DOUBLE_EQ(a.levels[1].read_bandwidth, 32.0);  // two 64-byte lines per cycle per core
+  EXPECT_DOUBLE_EQ(a.levels[2].read_bandwidth, 32.0);  // one line per cycle for each of its 2 cores
+
+  f.cores = 6;  // an L3 shared by 4 of 6 CPUs cannot be 1.5 instances: one serves all
+  f.caches = {{1, 48 << 10, 1, 64}, {3, int64_t{36} << 20, 4, 64}};
+  EXPECT_EQ(cpu_arch(f).levels[2].instances, 1);
+}
+
+TEST(CosaCpu, TheYamlReadsBackAsTheSameArchitecture) {
+  FakeSysfs sys("yaml");
+  sys.zen_like();
+  const Arch a = cpu_arch(read_cpu_facts(sys.root.string(), 8));
+  const fs::path file = sys.root / "cpu.yaml";
+  write_file_atomically(file.string(), arch_yaml(a));
+  const Arch b = read_arch(file.string());
+  EXPECT_EQ(b.mac_instances, a.mac_instances);
+  EXPECT_EQ(b.mac_word_bits, 32);
+  ASSERT_EQ(b.levels.size(), a.levels.size());
+  for (size_t i = 0; i < a.levels.size(); ++i) {
+    const Level &x = a.levels[i], &y = b.levels[i];
+    EXPECT_EQ(y.name, x.name);
+    EXPECT_EQ(y.entries, x.entries);
+    EXPECT_EQ(y.instances, x.instances);
+    EXPECT_EQ(y.word_bits, x.word_bits);
+    EXPECT_EQ(y.block_size, x.block_size);
+    EXPECT_EQ(y.dram, x.dram);
+    EXPECT_DOUBLE_EQ(y.read_bandwidth, x.read_bandwidth);
+    EXPECT_DOUBLE_EQ(y.write_bandwidth, x.write_bandwidth);
+  }
+}
+
+TEST(CosaCpu, BadDescriptionsNameTheFile) {
+  FakeSysfs none("none");
+  EXPECT_CONTAINS(error_of([&] { read_cpu_facts(none.root.string(), 2); }), "no cache description at");
+  FakeSysfs bad("bad");
+  bad.cache(0, {{"level", "1"}, {"type", "Data"}, {"size", "48Q"}, {"shared_cpu_list", "0"}});
+  EXPECT_CONTAINS(error_of([&] { read_cpu_facts(bad.root.string(), 2); }), "index0/size: unknown size unit in '48Q'");
+  FakeSysfs list("list");
+  list.cache(0, {{"level", "1"}, {"type", "Data"}, {"size", "48K"}, {"shared_cpu_list", "3-1"}});
+  EXPECT_CONTAINS(error_of([&] { read_cpu_facts(list.root.string(), 2); }), "bad CPU range '3-1'");
+  FakeSysfs missing("missing");
+  missing.cache(0, {{"level", "1"}, {"type", "Data"}, {"shared_cpu_list", "0"}});
+  EXPECT_CONTAINS(error_of([&] { read_cpu_facts(missing.root.string(), 2); }), "cannot read");
+  CpuFacts shrinking;
+  shrinking.caches = {{1, 1 << 20, 1, 64}, {2, 1 << 10, 1, 64}};
+  EXPECT_CONTAINS(error_of([&] { cpu_arch(shrinking); }), "L2 (1024 bytes) is not larger than the cache below it");
+}
+
+TEST(CosaCpu, CosaSchedulesALayerOnThisMachine) {
+  if (!fs::is_directory("/sys/devices/system/cpu/cpu0/cache"))
+    GTEST_SKIP() << "no /sys/devices/system/cpu/cpu0/cache on this machine (not Linux, or sysfs not mounted)";
+  const Arch a = this_cpu_arch();
+  ASSERT_GE(a.levels.size(), 3u);
+  Problem p;
+  p.name = "resnet_like";
+  p.bounds = {3, 3, 14, 14, 64, 64, 1};  // R S P Q C K N
+  const Result r = schedule(p, a, keep_everything(a));
+  check_mapping(r.mapping, p, a);  // every factor placed, no fan-out exceeded
+  EXPECT_TRUE(r.evaluation.valid);
+  EXPECT_GT(r.evaluation.cycles, 0);
+  EXPECT_GE(r.evaluation.cycles, p.macs() / a.mac_instances);  // no faster than every MAC unit busy
+}
+
+}  // namespace
+}  // namespace sylva::cosa

@@ -1,0 +1,100 @@
+// run_conv realises mappings: CoSA's and random valid ones, on the CPU
+// architecture, in float64 and float32, against the plain convolution.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "support/test_util.h"
+#include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_kernel.h"
+#include "sylva/sched/cosa_search.h"
+
+namespace sylva::cosa {
+namespace {
+
+using test::error_of;
+
+Arch two_core_cpu() {
+  CpuFacts f;
+  f.cores = 2;
+  f.simd_lanes = 16;
+  f.vector_registers = 32;
+  f.caches = {{1, 32 << 10, 1, 64}, {2, 1 << 20, 1, 64}, {3, 32 << 20, 2, 64}};
+  return cpu_arch(f);
+}
+
+Problem layer(std::array<int64_t, kDims> bounds, int64_t stride = 1, int64_t dilation = 1) {
+  Problem p;
+  p.name = "test";
+  p.bounds = bounds;
+  p.w_stride = p.h_stride = stride;
+  p.w_dilation = p.h_dilation = dilation;
+  return p;
+}
+
+template <class T>
+std::vector<T> random_values(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = static_cast<T>(u(rng));
+  return v;
+}
+
+// Largest |run_conv - reference| over the outputs, relative to the largest |reference|.
+template <class T>
+double relative_error(const Problem& p, const Mapping& m, const Arch& a, int threads) {
+  const std::vector<T> w = random_values<T>(weight_size(p), 1), in = random_values<T>(input_size(p), 2);
+  std::vector<T> got(static_cast<size_t>(output_size(p)), T(7)), want(got.size());
+  run_conv(p, m, a, w.data(), in.data(), got.data(), threads);
+  reference_conv(p, w.data(), in.data(), want.data());
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return err / scale;
+}
+
+TEST(CosaKernel, RunsCosasMappingOfALayer) {
+  const Arch a = two_core_cpu();
+  for (const Problem& p : {layer({3, 3, 8, 8, 16, 32, 1}), layer({1, 1, 7, 7, 32, 16, 2}),
+                           layer({3, 3, 5, 5, 8, 8, 1}, /*stride=*/2), layer({3, 3, 6, 6, 4, 8, 1}, 1, /*dilation=*/2)}) {
+    const Result r = schedule(p, a, keep_everything(a));
+    EXPECT_LT(relative_error<double>(p, r.mapping, a, 2), 1e-13);
+    EXPECT_LT(relative_error<float>(p, r.mapping, a, 2), 1e-5);
+  }
+}
+
+TEST(CosaKernel, RunsRandomValidMappingsOnOneAndTwoThreads) {
+  const Arch a = two_core_cpu();
+  const Mapspace ms = keep_everything(a);
+  const Problem p = layer({3, 3, 6, 4, 6, 8, 2}, 1);
+  std::mt19937_64 rng(5);
+  int tried = 0, threaded = 0;
+  while (tried < 60) {
+    const Mapping m = random_mapping(p, a, ms, rng);
+    if (!fits_fanout(m, a)) continue;
+    ++tried;
+    // Spatial factors at L3 (the cores) over output dimensions run on threads.
+    for (int d : {K, P, Q, N}) threaded += m.levels[3].spatial[static_cast<size_t>(d)] > 1;
+    EXPECT_LT(relative_error<double>(p, m, a, 1 + tried % 2), 1e-13) << mapping_yaml(m);
+  }
+  EXPECT_GT(threaded, 5);  // the draw covers the threaded path
+}
+
+TEST(CosaKernel, RefusesAMappingThatDoesNotCoverTheLayer) {
+  const Arch a = two_core_cpu();
+  const Problem p = layer({3, 3, 4, 4, 4, 4, 1});
+  Mapping m = blank_mapping(a, keep_everything(a));  // every factor 1: nothing covers R..K
+  std::vector<double> w(static_cast<size_t>(weight_size(p))), in(static_cast<size_t>(input_size(p))),
+      out(static_cast<size_t>(output_size(p)));
+  EXPECT_CONTAINS(error_of([&] { run_conv(p, m, a, w.data(), in.data(), out.data()); }),
+                  "mapping of 'test': the factors of R");
+}
+
+}  // namespace
+}  // namespace sylva::cosa

@@ -14,16 +14,7 @@ namespace {
 
 using test::error_of;
 
-std::vector<InputGraph> trees(int n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<InputGraph> out;
-  for (int s = 0; s < n; ++s) {
-    InputGraph g = random_tree(rng, 9, 2, false, "tree " + std::to_string(s));
-    test::attach_random_ids(rng, g, 5, 3);
-    out.push_back(std::move(g));
-  }
-  return out;
-}
+std::vector<InputGraph> trees(int n, uint64_t seed) { return test::random_id_trees(n, seed, 5, 3); }
 
 TEST(GraphBatchSubset, KeysAreTheWholeBatchsVertexIds) {
   const std::vector<InputGraph> data = trees(5, 1);

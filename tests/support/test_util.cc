@@ -16,6 +16,17 @@ void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32
   g.set_ids("labels", std::move(y));
 }
 
+std::vector<InputGraph> random_id_trees(int n, uint64_t seed, int32_t vocab, int32_t classes) {
+  std::mt19937_64 rng(seed);
+  std::vector<InputGraph> out;
+  for (int s = 0; s < n; ++s) {
+    InputGraph g = random_tree(rng, 9, 2, false, "tree " + std::to_string(s));
+    attach_random_ids(rng, g, vocab, classes);
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 DropoutTreeNet::DropoutTreeNet(ParameterSet& ps, int64_t vocab, double p, double q) {
   ps.add("E", {vocab, 4}, Init::uniform(-1, 1)).decay = false;
   ps.add("W", {8, 4}, Init::glorot());

@@ -43,6 +43,10 @@ using sylva::random_tree;
 /// "labels" (in [0, classes), -1 sometimes) to every vertex.
 void attach_random_ids(std::mt19937_64& rng, InputGraph& g, int32_t vocab, int32_t classes);
 
+/// `n` random binary trees of up to 9 vertices (sources "tree 0", ...) with
+/// attach_random_ids(vocab, classes) ids, from `seed`.
+std::vector<InputGraph> random_id_trees(int n, uint64_t seed, int32_t vocab, int32_t classes);
+
 /// A small float64 tree network over graphs with attach_random_ids' "x" and
 /// "labels" (3 classes): E [vocab, 4] (an embedding table: row-sparse
 /// gradients), h = dropout(tanh([x; Σ children]·W), p) in F, then

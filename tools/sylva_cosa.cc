@@ -33,8 +33,10 @@ using namespace sylva::cosa;
 
 namespace {
 
-Mapspace mapspace_or_default(const std::string& path, const Arch& a) {
+// --arch cpu without --mapspace: cpu_mapspace, what the CPU kernel realises.
+Mapspace mapspace_or_default(const std::string& path, const Arch& a, bool cpu) {
   if (!path.empty()) return read_mapspace(path, a);
+  if (cpu) return cpu_mapspace(a);
   Mapspace ms;
   ms.keep.assign(a.levels.size(), {true, true, true});
   return ms;
@@ -67,18 +69,6 @@ Problem layer(const std::string& path, int64_t pad) {
 }
 
 // The CPU's clock in GHz (cpufreq's maximum, else /proc/cpuinfo's "cpu MHz"); NaN if neither is readable.
-double cpu_ghz() {
-  if (std::ifstream f("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); f) {
-    double khz = 0;
-    if (f >> khz && khz > 0) return khz * 1e-6;
-  }
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; std::getline(info, line);)
-    if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos)
-      return std::stod(line.substr(line.find(':') + 1)) * 1e-3;
-  return NAN;
-}
-
 // --run: the mapping as a kernel (float32, random data): checked against the
 // plain convolution, timed (median of 5 after a warm-up), and set beside the model.
 void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluation& e) {
@@ -102,7 +92,7 @@ void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluat
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
-  const double ghz = cpu_ghz(), median = times[2];
+  const double ghz = nominal_ghz(), median = times[2];
   std::printf("measured: median %.3f ms over 5 runs (%.3f..%.3f), %.2f GFLOP/s; max error %.1e of the largest output\n",
               median * 1e3, times.front() * 1e3, times.back() * 1e3, 2.0 * static_cast<double>(p.macs()) / median * 1e-9,
               scale > 0 ? err / scale : err);
@@ -240,7 +230,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Arch a = arch == "cpu" ? this_cpu_arch() : read_arch(arch);
-    const Mapspace ms = mapspace_or_default(mapspace, a);
+    const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
     if (*sched) {
       const Problem p = layer(problem, pad);
       const Result r = schedule(p, a, ms, parse_weights(weights));

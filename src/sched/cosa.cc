@@ -78,13 +78,14 @@ std::vector<Place> places_of(const Arch& a) {
 struct Layout {
   const Problem& p;
   const Arch& a;
+  const Mapspace& ms;
   std::vector<Factor> factors;
   std::vector<Place> places;
   std::array<int, kTensors> keeper;
   int lowest_keeper;
 
-  Layout(const Problem& problem, const Arch& arch, const Mapspace& ms)
-      : p(problem), a(arch), places(places_of(arch)), keeper(keepers(arch, ms)) {
+  Layout(const Problem& problem, const Arch& arch, const Mapspace& mapspace)
+      : p(problem), a(arch), ms(mapspace), places(places_of(arch)), keeper(keepers(arch, mapspace)) {
     lowest_keeper = *std::min_element(keeper.begin(), keeper.end());
     for (int j = 0; j < kDims; ++j)
       for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(j)])) {
@@ -196,8 +197,9 @@ void add_placements(Program& mip, Columns& c, const Layout& lay, const Objective
       const Place& sl = lay.places[static_cast<size_t>(s)];
       double cost = (sl.spatial ? -w.utilization : w.compute);
       for (int t = 0; t < kTensors; ++t) cost += w.traffic * lay.refetches(t, factors[f].dim, sl);
+      const bool allowed = !sl.spatial || lay.ms.spatial_allowed(sl.level, factors[f].dim);
       c.x[f * static_cast<size_t>(c.places) + static_cast<size_t>(s)] =
-          mip.column(factors[f].log_value * cost, 0, factors[f].copies, true);
+          mip.column(factors[f].log_value * cost, 0, allowed ? factors[f].copies : 0, true);
     }
 }
 
@@ -450,6 +452,7 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
       base += w.compute * lt - w.utilization * ls;
       compute += lt;
       spatial += ls;
+      ok = ok && (ls == 0 || ms.spatial_allowed(i, j));
       for (int t = 0; t < kTensors; ++t)
         traffic[t] += lt * lay.refetches(t, j, {i, false}) + ls * lay.refetches(t, j, {i, true});
     }

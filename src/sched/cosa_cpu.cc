@@ -113,7 +113,9 @@ Arch cpu_arch(const CpuFacts& f, const std::string& name) {
   a.mac_word_bits = 32;
   a.mac_instances = int64_t{f.cores} * f.simd_lanes;
   a.mac_energy = std::nan("");
-  Level regs{.name = "Registers", .entries = f.vector_registers, .instances = a.mac_instances, .word_bits = 32};
+  // Four registers stay free for the operands a micro-kernel loads.
+  const int64_t entries = std::max(1, f.vector_registers - 4);
+  Level regs{.name = "Registers", .entries = entries, .instances = a.mac_instances, .word_bits = 32};
   regs.vector_access_energy = std::nan("");
   a.levels.push_back(regs);
   int64_t below = f.cores;  // the first cache is at most per core
@@ -160,9 +162,31 @@ std::string arch_yaml(const Arch& a) {
   return os.str();
 }
 
+double nominal_ghz() {
+  if (std::ifstream f("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"); f) {
+    double khz = 0;
+    if (f >> khz && khz > 0) return khz * 1e-6;
+  }
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);)
+    if (line.rfind("cpu MHz", 0) == 0 && line.find(':') != std::string::npos)
+      return std::stod(line.substr(line.find(':') + 1)) * 1e-3;
+  return std::nan("");
+}
+
 Mapspace keep_everything(const Arch& a) {
   Mapspace ms;
   ms.keep.assign(a.levels.size(), {true, true, true});
+  return ms;
+}
+
+Mapspace cpu_mapspace(const Arch& a) {
+  Mapspace ms = keep_everything(a);
+  const int regs = a.level("Registers");
+  ms.keep[static_cast<size_t>(regs)] = {false, false, true};
+  ms.spatial_dims.assign(a.levels.size(), {false, false, true, true, false, true, true});  // P Q K N
+  if (regs + 1 < static_cast<int>(a.levels.size()))
+    ms.spatial_dims[static_cast<size_t>(regs + 1)] = {false, false, false, false, false, true, false};  // K
   return ms;
 }
 

@@ -139,7 +139,7 @@ Mapping random_mapping(const Problem& p, const Arch& a, const Mapspace& ms, std:
   for (int d = 0; d < kDims; ++d)
     for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(d)])) {
       const size_t i = level(rng);
-      const bool spatial = m.levels[i].has_spatial && (rng() & 1);
+      const bool spatial = m.levels[i].has_spatial && ms.spatial_allowed(static_cast<int>(i), d) && (rng() & 1);
       (spatial ? m.levels[i].spatial : m.levels[i].temporal)[static_cast<size_t>(d)] *= q;
     }
   return m;

@@ -152,6 +152,8 @@ int64_t Arch::fanout(int i) const {
 Mapping blank_mapping(const Arch& a, const Mapspace& ms) {
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
               a.levels.size());
+  SYLVA_CHECK(ms.spatial_dims.empty() || ms.spatial_dims.size() == a.levels.size(), "[cosa] the mapspace restricts ",
+              ms.spatial_dims.size(), " levels' spatial dimensions, the arch has ", a.levels.size(), " levels");
   Mapping m;
   for (const Level& l : a.levels) m.level_names.push_back(l.name);
   m.levels.assign(a.levels.size(), {});

@@ -6,12 +6,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <string>
 
+#include "support/cosa_fixture.h"
 #include "support/test_util.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
 #include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_search.h"
 
 namespace sylva::cosa {
 namespace {
@@ -65,7 +68,7 @@ TEST(CosaCpu, LevelsInstancesAndFanouts) {
   ASSERT_EQ(a.levels.size(), 5u);
   EXPECT_EQ(a.mac_instances, 128);
   const std::vector<std::string> names{"Registers", "L1", "L2", "L3", "DRAM"};
-  const std::vector<int64_t> instances{128, 8, 4, 1, 1}, entries{32, 12288, 524288, 9437184, 0};
+  const std::vector<int64_t> instances{128, 8, 4, 1, 1}, entries{28, 12288, 524288, 9437184, 0};
   for (size_t i = 0; i < names.size(); ++i) {
     EXPECT_EQ(a.levels[i].name, names[i]);
     EXPECT_EQ(a.levels[i].instances, instances[i]) << names[i];
@@ -121,6 +124,56 @@ TEST(CosaCpu, BadDescriptionsNameTheFile) {
   CpuFacts shrinking;
   shrinking.caches = {{1, 1 << 20, 1, 64}, {2, 1 << 10, 1, 64}};
   EXPECT_CONTAINS(error_of([&] { cpu_arch(shrinking); }), "L2 (1024 bytes) is not larger than the cache below it");
+}
+
+// The CPU mapspace: Registers keep only Outputs, the lanes run along K and
+// the cores along output dimensions -- in CoSA's MIP, in random_mapping and
+// in mip_objective's feasibility.
+TEST(CosaCpu, TheCpuMapspaceBoundsWhereSpatialLoopsGo) {
+  const Arch a = cpu_arch(test::two_core_facts());
+  const Mapspace ms = cpu_mapspace(a);
+  EXPECT_EQ(ms.keep[0], (std::array<bool, kTensors>{false, false, true}));
+  for (size_t i = 1; i < ms.keep.size(); ++i) EXPECT_EQ(ms.keep[i], (std::array<bool, kTensors>{true, true, true}));
+  Problem p;
+  p.name = "l";
+  p.bounds = {3, 3, 8, 8, 32, 64, 2};
+  const auto only_allowed = [&](const Mapping& m) {
+    for (size_t i = 0; i < m.levels.size(); ++i)
+      for (int d = 0; d < kDims; ++d)
+        if (m.levels[i].spatial[static_cast<size_t>(d)] > 1 && !ms.spatial_allowed(static_cast<int>(i), d))
+          return false;
+    return true;
+  };
+  const Result r = schedule(p, a, ms);
+  EXPECT_TRUE(r.evaluation.valid);
+  EXPECT_TRUE(only_allowed(r.mapping)) << mapping_yaml(r.mapping);
+  std::mt19937_64 rng(3);
+  int spatial = 0;
+  for (int i = 0; i < 200; ++i) {
+    const Mapping m = random_mapping(p, a, ms, rng);
+    EXPECT_TRUE(only_allowed(m)) << mapping_yaml(m);
+    for (const LevelMapping& l : m.levels) spatial += l.spatial[K] > 1;
+  }
+  EXPECT_GT(spatial, 50);  // the draw does place spatial factors, where allowed
+  // A mapping with half its lanes along C (a factor 2 of K to DRAM, one of
+  // C from the lowest level holding one) meets every other constraint but
+  // not the mapspace's.
+  Mapping lanes_on_c = r.mapping;
+  auto& lanes = lanes_on_c.levels[1].spatial;
+  ASSERT_EQ(lanes[K], 16) << mapping_yaml(r.mapping);
+  lanes[K] /= 2;
+  lanes_on_c.levels[static_cast<size_t>(a.level("DRAM"))].temporal[K] *= 2;
+  size_t from = 0;
+  while (lanes_on_c.levels[from].temporal[C] % 2 != 0) ++from;
+  lanes_on_c.levels[from].temporal[C] /= 2;
+  lanes[C] *= 2;
+  bool feasible = false, feasible_cpu = true;
+  Mapspace all_dims = ms;
+  all_dims.spatial_dims.clear();
+  mip_objective(lanes_on_c, p, a, all_dims, {}, &feasible);
+  mip_objective(lanes_on_c, p, a, ms, {}, &feasible_cpu);
+  EXPECT_TRUE(feasible) << mapping_yaml(lanes_on_c);
+  EXPECT_FALSE(feasible_cpu);
 }
 
 TEST(CosaCpu, CosaSchedulesALayerOnThisMachine) {

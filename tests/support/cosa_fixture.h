@@ -1,11 +1,15 @@
-// A tiny Timeloop-style architecture shared by the CoSA tests: 4 MACs under
-// 4 one-word registers, one buffer of `buffer_entries` words, DRAM at 2
-// words per cycle.
+// Architectures shared by the CoSA tests: a tiny Timeloop-style one and the
+// facts of a made-up two-core CPU.
 #pragma once
 
 #include <string>
 
+#include "sylva/sched/cosa_cpu.h"
+
 namespace sylva::test {
+
+// 4 MACs under 4 one-word registers, one buffer of `buffer_entries` words,
+// DRAM at 2 words per cycle.
 
 inline std::string tiny_cosa_arch(int buffer_entries) {
   return R"(arch:
@@ -23,6 +27,17 @@ inline std::string tiny_cosa_arch(int buffer_entries) {
     instances: 1
     bandwidth: 2
 )";
+}
+
+// Two cores with 16 float lanes and 32 vector registers, private 32 KiB L1
+// and 1 MiB L2, a 32 MiB L3 shared by both.
+inline cosa::CpuFacts two_core_facts() {
+  cosa::CpuFacts f;
+  f.cores = 2;
+  f.simd_lanes = 16;
+  f.vector_registers = 32;
+  f.caches = {{1, 32 << 10, 1, 64}, {2, 1 << 20, 1, 64}, {3, 32 << 20, 2, 64}};
+  return f;
 }
 
 }  // namespace sylva::test

@@ -46,7 +46,7 @@ struct CpuFacts {
 /// missing or malformed.
 CpuFacts read_cpu_facts(const std::string& sysfs_cpu = "/sys/devices/system/cpu", int cores = 0);
 
-/// The architecture: "Registers" (vector_registers words per lane, one
+/// The architecture: "Registers" (vector_registers - 4 words per lane, one
 /// instance per lane of every core), one level per data cache ("L1", "L2",
 /// ...; instances = cores / shared_by, rounded so each divides the level
 /// below), "DRAM"; float32 words; MAC instances = cores x lanes. A cache
@@ -55,11 +55,24 @@ Arch cpu_arch(const CpuFacts& facts, const std::string& name = "cpu");
 /// cpu_arch(read_cpu_facts()).
 Arch this_cpu_arch();
 
+/// The CPU's clock in GHz, for turning the model's cycles into time:
+/// cpufreq's cpuinfo_max_freq, else /proc/cpuinfo's "cpu MHz", else NaN.
+double nominal_ghz();
+
 /// The architecture in Timeloop's v1 layout (what read_arch reads back).
 std::string arch_yaml(const Arch& a);
 
 /// A mapspace in which every level keeps every tensor (no bypass), as a
 /// CPU's caches do.
 Mapspace keep_everything(const Arch& a);
+
+/// The mapspace of cpu_arch's machine as cosa_kernel's run_conv realises
+/// it: the caches keep every tensor; the Registers keep only Outputs (the
+/// micro-kernel's accumulators; weights and inputs stream from L1); the
+/// SIMD lanes (the fan-out under L1) run along K, which the kernel
+/// vectorises over channels-last copies of the tensors; the cores (fan-out under a shared cache) run
+/// along output dimensions only (K, P, Q, N: threads write disjoint
+/// outputs; a reduction across cores would run in turn).
+Mapspace cpu_mapspace(const Arch& a);
 
 }  // namespace sylva::cosa

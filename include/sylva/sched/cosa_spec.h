@@ -71,6 +71,15 @@ struct Arch {
 /// Per level, whether it keeps each tensor (true) or bypasses it.
 struct Mapspace {
   std::vector<std::array<bool, kTensors>> keep;  // indexed like Arch::levels
+  /// The dimensions a level's spatial loops may run over, indexed like
+  /// Arch::levels; empty (the default): every dimension everywhere. What
+  /// a machine's fan-out can do: a CPU's SIMD lanes vectorise only along a
+  /// dimension its kernel lays out contiguously (cpu_mapspace). schedule()
+  /// and random_mapping() place no spatial factor elsewhere.
+  std::vector<std::array<bool, kDims>> spatial_dims;
+  bool spatial_allowed(int level, int dim) const {
+    return spatial_dims.empty() || spatial_dims[static_cast<size_t>(level)][static_cast<size_t>(dim)];
+  }
 };
 
 /// Loop factors at one level: a temporal loop nest (permutation: innermost

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "cosa_microkernel.h"
 #include "sylva/core/device.h"
 #include "sylva/core/error.h"
 
@@ -92,10 +94,179 @@ struct Conv {
   }
 };
 
+// The innermost block through the register-tile micro-kernel
+// (cosa_microkernel.h; float32 in a SIMD build). The block's points are
+// the mapping's; how they are vectorised is the kernel's choice: along the
+// dimension the mapping spreads over the SIMD lanes if that is K or Q,
+// else along the longer of the block's K and Q extents. Along K (what
+// cpu_mapspace asks for), a vector is W output channels of one output
+// point, times one broadcast input; the kernel then works channels-last:
+// weights packed as [C][R][S][K], inputs as [N][W][H][C], outputs
+// accumulated as [N][P][Q][K] and transposed back at the end (all inside
+// run_conv's time). Along Q, a vector is W consecutive outputs of one row
+// and the input row under them (lanes h_stride apart, gathered when > 1),
+// times one broadcast weight per output channel, in the plain layouts.
+struct FastConv {
+  bool along_k = false;
+  const float* in = nullptr;  // along K: the packed copies below
+  const float* w = nullptr;
+  float* out = nullptr;
+  std::vector<float> packed_w, packed_in, staged_out;
+  std::vector<int64_t> vrel, ov, srel, os;  // vector and scalar items, relative to the block's origin
+  std::vector<int> lanes;
+  std::vector<detail::RedOffset> outer;  // the block's (R, S) points; C runs inside with the steps below
+  int64_t inner = 1, vstep = 0, sstep = 0;
+  int64_t olane = 1, vlane = 1;
+  struct Call {
+    detail::MicroFn fn;
+    size_t v0, s0;
+  };
+  std::vector<Call> calls;  // the block as micro-kernel calls
+  const Problem* p = nullptr;
+  int64_t wi = 0, hi = 0;
+
+  void tile(const std::array<int64_t, kDims>& b, const std::array<int64_t, kDims>& /*e*/) const;
+  void call(const float* vbase, const float* sbase, float* o) const;
+};
+
+// Whether the micro-kernel can take the blocks of `nest`, and along which dimension.
+bool fast_along_k(const Problem& p, const Mapping& m, const Nest& nest, bool& along_k) {
+  if (detail::kSimdWidth == 0) return false;
+  const auto& lanes = m.levels.size() > 1 ? m.levels[1].spatial : std::array<int64_t, kDims>{1, 1, 1, 1, 1, 1, 1};
+  along_k = lanes[K] > 1 || lanes[Q] > 1 ? lanes[K] >= lanes[Q] : nest.tile[K] >= nest.tile[Q];
+  return along_k || p.h_stride * detail::kSimdWidth < (int64_t{1} << 31);  // gathered lanes: int32 offsets
+}
+
+// Items of `extent` along the vector dimension in chunks of the SIMD width.
+void add_vector_items(FastConv& f, int64_t extent, int64_t v_off, int64_t o_off, int64_t v_step, int64_t o_step) {
+  const int64_t W = detail::kSimdWidth;
+  for (int64_t i = 0; i < extent; i += W) {
+    f.vrel.push_back(v_off + i * v_step);
+    f.ov.push_back(o_off + i * o_step);
+    f.lanes.push_back(static_cast<int>(std::min(W, extent - i)));
+  }
+}
+
+// Packs weights [C][R][S][K] and inputs [N][W][H][C] and sizes the [N][P][Q][K] outputs.
+void pack_channels_last(FastConv& f, const Problem& p, const float* w, const float* in, int threads) {
+  const auto& B = p.bounds;
+  const int64_t crs = B[C] * B[R] * B[S], wh = f.wi * f.hi;
+  f.packed_w.resize(static_cast<size_t>(weight_size(p)));
+  for (int64_t k = 0; k < B[K]; ++k)
+    for (int64_t i = 0; i < crs; ++i) f.packed_w[static_cast<size_t>(i * B[K] + k)] = w[k * crs + i];
+  f.packed_in.resize(static_cast<size_t>(input_size(p)));
+  float* packed_in = f.packed_in.data();
+#pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
+  for (int64_t n = 0; n < B[N]; ++n)
+    for (int64_t i = 0; i < wh; ++i)
+      for (int64_t c = 0; c < B[C]; ++c) packed_in[(n * wh + i) * B[C] + c] = in[(n * B[C] + c) * wh + i];
+  f.staged_out.assign(static_cast<size_t>(output_size(p)), 0.0f);
+  f.w = f.packed_w.data();
+  f.in = f.packed_in.data();
+  f.out = f.staged_out.data();
+}
+
+FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float* w, const float* in, float* out,
+                   int64_t wi, int64_t hi, int threads) {
+  const auto& B = p.bounds;
+  const auto& e = nest.tile;
+  FastConv f;
+  f.along_k = along_k;
+  f.in = in;
+  f.w = w;
+  f.out = out;
+  f.p = &p;
+  f.wi = wi;
+  f.hi = hi;
+  for (int64_t r = 0; r < e[R]; ++r)
+    for (int64_t s = 0; s < e[S]; ++s)
+      f.outer.push_back(along_k ? detail::RedOffset{(r * B[S] + s) * B[K], (r * p.w_dilation * hi + s * p.h_dilation) * B[C]}
+                                : detail::RedOffset{r * p.w_dilation * hi + s * p.h_dilation, r * B[S] + s});
+  f.inner = e[C];
+  f.vstep = along_k ? B[R] * B[S] * B[K] : wi * hi;  // one step of C
+  f.sstep = along_k ? 1 : B[R] * B[S];
+  if (along_k) {
+    pack_channels_last(f, p, w, in, threads);
+    add_vector_items(f, e[K], 0, 0, 1, 1);
+    for (int64_t n = 0; n < e[N]; ++n)
+      for (int64_t x = 0; x < e[P]; ++x)
+        for (int64_t y = 0; y < e[Q]; ++y) {
+          f.srel.push_back(((n * wi + x * p.w_stride) * hi + y * p.h_stride) * B[C]);
+          f.os.push_back(((n * B[P] + x) * B[Q] + y) * B[K]);
+        }
+  } else {
+    for (int64_t n = 0; n < e[N]; ++n)
+      for (int64_t x = 0; x < e[P]; ++x)
+        add_vector_items(f, e[Q], (n * B[C] * wi + x * p.w_stride) * hi, (n * B[K] * B[P] + x) * B[Q], p.h_stride, 1);
+    for (int64_t k = 0; k < e[K]; ++k) {
+      f.srel.push_back(k * B[C] * B[R] * B[S]);
+      f.os.push_back(k * B[P] * B[Q]);
+    }
+    f.vlane = p.h_stride;
+  }
+#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+  for (size_t v0 = 0; v0 < f.vrel.size(); v0 += detail::kMaxVectors) {
+    const size_t vn = std::min<size_t>(detail::kMaxVectors, f.vrel.size() - v0);
+    const size_t smax = static_cast<size_t>(detail::max_scalars(static_cast<int>(vn)));
+    for (size_t s0 = 0; s0 < f.srel.size(); s0 += smax)
+      f.calls.push_back({detail::micro_table[vn - 1][std::min(smax, f.srel.size() - s0) - 1], v0, s0});
+  }
+#endif
+  return f;
+}
+
+// Outputs [N][P][Q][K] back to [N][K][P][Q].
+void unstage(const Problem& p, const std::vector<float>& staged, float* out, int threads) {
+  const auto& B = p.bounds;
+  const int64_t pq = B[P] * B[Q];
+  const float* st = staged.data();
+#pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
+  for (int64_t n = 0; n < B[N]; ++n)
+    for (int64_t k = 0; k < B[K]; ++k)
+      for (int64_t i = 0; i < pq; ++i) out[(n * B[K] + k) * pq + i] = st[(n * pq + i) * B[K] + k];
+}
+
+void FastConv::tile(const std::array<int64_t, kDims>& b, const std::array<int64_t, kDims>& /*e*/) const {
+  const auto& B = p->bounds;
+  const int64_t x0 = b[P] * p->w_stride + b[R] * p->w_dilation, y0 = b[Q] * p->h_stride + b[S] * p->h_dilation;
+  if (along_k) {
+    const int64_t in_origin = ((b[N] * wi + x0) * hi + y0) * B[C] + b[C];
+    const int64_t w_origin = ((b[C] * B[R] + b[R]) * B[S] + b[S]) * B[K] + b[K];
+    call(w + w_origin, in + in_origin, out + ((b[N] * B[P] + b[P]) * B[Q] + b[Q]) * B[K] + b[K]);
+  } else {
+    const int64_t in_origin = ((b[N] * B[C] + b[C]) * wi + x0) * hi + y0;
+    const int64_t w_origin = ((b[K] * B[C] + b[C]) * B[R] + b[R]) * B[S] + b[S];
+    call(in + in_origin, w + w_origin, out + ((b[N] * B[K] + b[K]) * B[P] + b[P]) * B[Q] + b[Q]);
+  }
+}
+
+// The block as the planned micro-kernel calls.
+void FastConv::call(const float* vbase, const float* sbase, float* o) const {
+  detail::MicroCall c;
+  c.vbase = vbase;
+  c.sbase = sbase;
+  c.out = o;
+  c.olane = olane;
+  c.vlane = vlane;
+  c.outer = outer.data();
+  c.nouter = static_cast<int64_t>(outer.size());
+  c.inner = inner;
+  c.vstep = vstep;
+  c.sstep = sstep;
+  for (const Call& k : calls) {
+    c.vrel = vrel.data() + k.v0;
+    c.ov = ov.data() + k.v0;
+    c.lanes = lanes.data() + k.v0;
+    c.srel = srel.data() + k.s0;
+    c.os = os.data() + k.s0;
+    k.fn(c);
+  }
+}
+
 // Runs the loops of `nest` outside the innermost block in order, the
 // parallel ones fixed at the indices `combo` encodes.
-template <class T>
-void run_outer(const Conv<T>& conv, const Nest& nest, const std::vector<size_t>& par, const std::vector<size_t>& seq,
+template <class Block>
+void run_outer(const Block& conv, const Nest& nest, const std::vector<size_t>& par, const std::vector<size_t>& seq,
                int64_t combo) {
   std::array<int64_t, kDims> base{};
   for (size_t j = par.size(); j-- > 0;) {
@@ -142,11 +313,23 @@ void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weight
     if (nest.loops[l].parallel) combos *= nest.loops[l].factor;
   }
   const auto e = input_extents(p);
-  const Conv<T> conv{p, weights, inputs, outputs, e[0], e[1]};
   std::fill(outputs, outputs + output_size(p), T(0));
   const int t = static_cast<int>(std::min<int64_t>(threads > 0 ? threads : usable_cpu_cores(), combos));
+  auto run_all = [&](const auto& block) {
 #pragma omp parallel for num_threads(t) schedule(dynamic) if (t > 1)
-  for (int64_t c = 0; c < combos; ++c) run_outer(conv, nest, par, seq, c);
+    for (int64_t c = 0; c < combos; ++c) run_outer(block, nest, par, seq, c);
+  };
+  bool along_k = false;
+  if constexpr (std::is_same_v<T, float>) {
+    if (fast_along_k(p, m, nest, along_k)) {
+      const int all = threads > 0 ? threads : usable_cpu_cores();
+      const FastConv f = fast_conv(p, nest, along_k, weights, inputs, outputs, e[0], e[1], all);
+      run_all(f);
+      if (along_k) unstage(p, f.staged_out, outputs, all);
+      return;
+    }
+  }
+  run_all(Conv<T>{p, weights, inputs, outputs, e[0], e[1]});
 }
 
 // Written on its own (not through Conv::tile) so that it checks the tiled walk.

@@ -6,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "support/cosa_fixture.h"
 #include "support/test_util.h"
 #include "sylva/sched/cosa.h"
 #include "sylva/sched/cosa_cpu.h"
@@ -17,14 +18,7 @@ namespace {
 
 using test::error_of;
 
-Arch two_core_cpu() {
-  CpuFacts f;
-  f.cores = 2;
-  f.simd_lanes = 16;
-  f.vector_registers = 32;
-  f.caches = {{1, 32 << 10, 1, 64}, {2, 1 << 20, 1, 64}, {3, 32 << 20, 2, 64}};
-  return cpu_arch(f);
-}
+Arch two_core_cpu() { return cpu_arch(test::two_core_facts()); }
 
 Problem layer(std::array<int64_t, kDims> bounds, int64_t stride = 1, int64_t dilation = 1) {
   Problem p;
@@ -84,6 +78,48 @@ TEST(CosaKernel, RunsRandomValidMappingsOnOneAndTwoThreads) {
     EXPECT_LT(relative_error<double>(p, m, a, 1 + tried % 2), 1e-13) << mapping_yaml(m);
   }
   EXPECT_GT(threaded, 5);  // the draw covers the threaded path
+}
+
+// Which way the micro-kernel vectorises a mapping's blocks (cosa_kernel.cc's rule).
+bool lanes_along_q(const Mapping& m) {
+  const auto& lanes = m.levels[1].spatial;
+  return lanes[Q] > lanes[K];
+}
+
+// The float32 micro-kernel path: random valid mappings of layers whose
+// extents are not multiples of the SIMD width (masked lanes), with stride 2
+// (gathered inputs along Q, strided broadcasts along K), dilation and N > 1;
+// drawn in the CPU mapspace (lanes along K, channels-last copies), with the
+// lanes along Q only (vectors along Q in the plain layouts) and with every
+// dimension allowed on the lanes.
+TEST(CosaKernel, RandomValidMappingsInFloat32ThroughTheMicroKernel) {
+  const Arch a = two_core_cpu();
+  std::mt19937_64 rng(11);
+  int along_k = 0, along_q = 0;
+  Mapspace q_lanes = cpu_mapspace(a);
+  q_lanes.spatial_dims[1] = {false, false, false, true, false, false, false};
+  for (const Problem& p : {layer({3, 3, 7, 9, 6, 20, 2}), layer({1, 3, 5, 11, 3, 17, 1}, /*stride=*/2),
+                           layer({3, 2, 6, 19, 4, 12, 1}, 1, /*dilation=*/2)}) {
+    for (const Mapspace& ms : {cpu_mapspace(a), q_lanes, keep_everything(a)}) {
+      for (int tried = 0; tried < 25;) {
+        const Mapping m = random_mapping(p, a, ms, rng);
+        if (!fits_fanout(m, a) || !evaluate(m, p, a).valid) continue;
+        ++tried;
+        (lanes_along_q(m) ? along_q : along_k) += 1;
+        EXPECT_LT(relative_error<float>(p, m, a, 1 + tried % 2), 1e-5) << mapping_yaml(m);
+      }
+    }
+  }
+  EXPECT_GT(along_k, 10);
+  EXPECT_GT(along_q, 5);
+}
+
+TEST(CosaKernel, CosasCpuMappingsVectoriseAlongK) {
+  const Arch a = two_core_cpu();
+  const Problem p = layer({3, 3, 14, 14, 32, 64, 1});
+  const Result r = schedule(p, a, cpu_mapspace(a));
+  EXPECT_EQ(r.mapping.levels[1].spatial[K], 16) << mapping_yaml(r.mapping);  // every lane busy, along K
+  EXPECT_LT(relative_error<float>(p, r.mapping, a, 2), 1e-5);
 }
 
 TEST(CosaKernel, RefusesAMappingThatDoesNotCoverTheLayer) {

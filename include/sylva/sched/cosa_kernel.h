@@ -1,13 +1,22 @@
 // A convolution kernel that runs any valid mapping of a Timeloop CNN-layer
-// problem on the CPU (issue: CoSA drives Sylva's own kernels), step one:
-// correctness. The mapping's loop nest -- every level's temporal loops in
-// its permutation, then its spatial loops, from DRAM inwards -- is walked
-// tile by tile; the innermost block (the Registers level's loops and the
-// spatial loops under L1, i.e. the SIMD lanes) is one tile computed by a
-// fixed loop nest with Q innermost, which the compiler vectorises. Spatial
-// loops above L1 over output dimensions (K, P, Q, N) run on threads
-// (disjoint outputs); spatial loops over reduction dimensions (R, S, C)
-// run in turn. Not tuned yet: no register-tile micro-kernel, no packing.
+// problem on the CPU (issue: CoSA drives Sylva's own kernels). The mapping's
+// loop nest -- every level's temporal loops in its permutation, then its
+// spatial loops, from DRAM inwards -- is walked tile by tile; the innermost
+// block (the Registers level's loops and the spatial loops under L1, i.e.
+// the SIMD lanes) is one tile. Spatial loops above L1 over output
+// dimensions (K, P, Q, N) run on threads (disjoint outputs); spatial loops
+// over reduction dimensions (R, S, C) run in turn.
+//
+// float32 in an AVX-512 or AVX2+FMA build: the block runs on a
+// register-tile micro-kernel (src/sched/cosa_microkernel.h) that keeps up
+// to 24 accumulator vectors in registers over the block's whole reduction.
+// It vectorises along K when the mapping puts the lanes on K (what
+// cpu_mapspace asks for) -- over channels-last copies of the weights
+// [C][R][S][K] and inputs [N][W][H][C], with the outputs accumulated as
+// [N][P][Q][K] and transposed back, all inside the call -- or along Q in
+// the plain layouts when the lanes are on Q. float64, and builds without
+// those instruction sets, run the block as a plain loop nest with Q
+// innermost.
 //
 // Layouts (row-major): weights [K][C][R][S], inputs [N][C][W][H] with
 // W = (P-1)·w_stride + (R-1)·w_dilation + 1 and H = (Q-1)·h_stride +

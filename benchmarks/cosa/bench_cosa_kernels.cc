@@ -1,0 +1,291 @@
+// CoSA's mappings as real CPU kernels (docs/benchmarks.md, "CoSA kernels on
+// this CPU"). Per layer, on cpu_arch(this machine) with cpu_mapspace:
+// CoSA's mapping, random-5, random search and the hybrid mapper at time
+// budgets of CoSA's solve time, every mapping realised by the same
+// generator (cosa::run_conv) and timed; the same layer through oneDNN
+// (its own blocked layouts, and the plain layouts run_conv uses); and for
+// the first --correlate layers, the Spearman rank correlation between the
+// model's predicted cycles and the measured time of random valid mappings.
+// The searches rank mappings on the analytical model, as CoSA's paper ran
+// them; only the chosen mapping is timed.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <dnnl.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sylva/core/denormals.h"
+#include "sylva/core/device.h"
+#include "sylva/core/error.h"
+#include "sylva/core/file.h"
+#include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_kernel.h"
+#include "sylva/sched/cosa_search.h"
+
+using namespace sylva;
+using namespace sylva::cosa;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Timing {
+  double median = NAN, lo = NAN, hi = NAN;  // seconds
+};
+
+// Median of `reps` runs after one warm-up; a body slower than `long_s` is
+// timed by that first run alone.
+template <class F>
+Timing time_it(F&& body, int reps, double long_s = 0.5) {
+  auto once = [&] {
+    const auto t0 = Clock::now();
+    body();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  std::vector<double> t{once()};
+  if (t[0] < long_s) {
+    t.clear();
+    for (int i = 0; i < reps; ++i) t.push_back(once());
+  }
+  std::sort(t.begin(), t.end());
+  return {t[t.size() / 2], t.front(), t.back()};
+}
+
+struct LayerData {
+  std::vector<float> w, in, out, ref;
+};
+
+LayerData layer_data(const Problem& p) {
+  std::mt19937_64 rng(1);
+  std::uniform_real_distribution<float> u(-1, 1);
+  LayerData d;
+  d.w.resize(static_cast<size_t>(weight_size(p)));
+  d.in.resize(static_cast<size_t>(input_size(p)));
+  d.out.resize(static_cast<size_t>(output_size(p)));
+  for (float& x : d.w) x = u(rng);
+  for (float& x : d.in) x = u(rng);
+  d.ref.resize(d.out.size());
+  reference_conv(p, d.w.data(), d.in.data(), d.ref.data());
+  return d;
+}
+
+double max_rel_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// Times run_conv on mapping m and checks it against the reference (a wrong kernel is an error, not a number).
+Timing time_mapping(const Problem& p, const Mapping& m, const Arch& a, LayerData& d, int reps, int threads,
+                    double long_s = 0.5) {
+  const Timing t = time_it([&] { run_conv(p, m, a, d.w.data(), d.in.data(), d.out.data(), threads); }, reps, long_s);
+  const double err = max_rel_error(d.out, d.ref);
+  SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": run_conv is off the reference by ", err);
+  return t;
+}
+
+// The layer through oneDNN's direct convolution: `blocked` lets it pick its
+// layouts (reorders outside the timing), else the plain layouts of run_conv.
+Timing time_onednn(const Problem& p, LayerData& d, int reps, bool blocked) {
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  const auto& B = p.bounds;
+  const auto [wi, hi] = input_extents(p);
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream s(eng);
+  const dnnl::memory::dims src_d{B[N], B[C], wi, hi}, wei_d{B[K], B[C], B[R], B[S]}, dst_d{B[N], B[K], B[P], B[Q]};
+  const dnnl::memory::desc src_u(src_d, dt::f32, tag::nchw), wei_u(wei_d, dt::f32, tag::oihw),
+      dst_u(dst_d, dt::f32, tag::nchw);
+  const auto pick = [&](const dnnl::memory::dims& dims, const dnnl::memory::desc& plain) {
+    return blocked ? dnnl::memory::desc(dims, dt::f32, tag::any) : plain;
+  };
+  const dnnl::convolution_forward::desc cd(
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, pick(src_d, src_u),
+      pick(wei_d, wei_u), pick(dst_d, dst_u), {p.w_stride, p.h_stride}, {p.w_dilation - 1, p.h_dilation - 1}, {0, 0},
+      {0, 0});
+  const dnnl::convolution_forward::primitive_desc pd(cd, eng);
+  dnnl::memory src_user(src_u, eng, d.in.data()), wei_user(wei_u, eng, d.w.data()), dst_user(dst_u, eng, d.out.data());
+  dnnl::memory src(pd.src_desc(), eng), wei(pd.weights_desc(), eng), dst(pd.dst_desc(), eng);
+  dnnl::reorder(src_user, src).execute(s, src_user, src);
+  dnnl::reorder(wei_user, wei).execute(s, wei_user, wei);
+  const dnnl::convolution_forward conv(pd);
+  const Timing t = time_it(
+      [&] {
+        conv.execute(s, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+        s.wait();
+      },
+      reps);
+  dnnl::reorder(dst, dst_user).execute(s, dst, dst_user);
+  s.wait();
+  const double err = max_rel_error(d.out, d.ref);
+  SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": oneDNN is off the reference by ", err);
+  return t;
+}
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {  // ties share their mean rank
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j);
+    i = j + 1;
+  }
+  return r;
+}
+
+double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double n = static_cast<double>(x.size()), mean = (n - 1) / 2;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < rx.size(); ++i) {
+    sxy += (rx[i] - mean) * (ry[i] - mean);
+    sxx += (rx[i] - mean) * (rx[i] - mean);
+    syy += (ry[i] - mean) * (ry[i] - mean);
+  }
+  return sxy / std::sqrt(sxx * syy);
+}
+
+// Spearman's rho of predicted cycles against measured time over `count`
+// random valid mappings (each the median of 3 runs, or one run if it takes
+// over 50 ms).
+double correlate(const Problem& p, const Arch& a, const Mapspace& ms, LayerData& d, int count, int threads) {
+  std::mt19937_64 rng(7);
+  std::vector<double> predicted, measured;
+  while (static_cast<int>(predicted.size()) < count) {
+    const Mapping m = random_mapping(p, a, ms, rng);
+    if (!fits_fanout(m, a)) continue;
+    const Evaluation e = evaluate(m, p, a);
+    if (!e.valid) continue;
+    predicted.push_back(static_cast<double>(e.cycles));
+    measured.push_back(time_mapping(p, m, a, d, 3, threads, 0.05).median);
+    if (predicted.size() % 50 == 0)
+      std::fprintf(stderr, "  %s: %zu of %d random mappings timed\n", p.name.c_str(), predicted.size(), count);
+  }
+  return spearman(predicted, measured);
+}
+
+struct Geomean {
+  double log_sum = 0;
+  int n = 0;
+  void add(double ratio) {
+    if (std::isfinite(ratio) && ratio > 0) log_sum += std::log(ratio), ++n;
+  }
+  double value() const { return n ? std::exp(log_sum / n) : NAN; }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"CoSA's mappings as CPU kernels against search and oneDNN"};
+  std::string layers, csv;
+  int reps = 5, threads = 0, correlate_layers = 4, correlate_count = 200, limit = 0;
+  std::string budgets_text = "1,10,100";
+  app.add_option("--layers", layers, "Timeloop layer list (e.g. shared/data/cosa/workloads/resnet50/unique_layers.yaml)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--reps", reps, "timed runs per kernel (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--threads", threads, "run_conv's threads (0: the usable cores; oneDNN takes OMP_NUM_THREADS)")->check(CLI::Range(0, 1024));
+  app.add_option("--budgets", budgets_text, "search time budgets, in multiples of CoSA's solve time");
+  app.add_option("--correlate", correlate_layers,
+                 "layers with the model-vs-time correlation: the N with the fewest MACs (random mappings are slow)")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--mappings", correlate_count, "random valid mappings timed per correlated layer")
+      ->check(CLI::Range(3, 100000));
+  app.add_option("--limit", limit, "only the first N layers (0: all)")->check(CLI::Range(0, 100000));
+  app.add_option("--csv", csv, "write the table as CSV");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    std::vector<double> budgets;
+    for (size_t at = 0; at < budgets_text.size();) {
+      const size_t end = std::min(budgets_text.find(',', at), budgets_text.size());
+      budgets.push_back(std::stod(budgets_text.substr(at, end - at)));
+      SYLVA_CHECK(budgets.back() > 0, "[bench_cosa_kernels] --budgets are positive multiples, got '", budgets_text, "'");
+      at = end + 1;
+    }
+    set_flush_denormals(true);
+    const int t = threads > 0 ? threads : usable_cpu_cores();
+    const Arch a = this_cpu_arch();
+    const Mapspace ms = cpu_mapspace(a);
+    std::printf("# %s, %d threads, float32, batch as in the layer files; times: median of %d runs, ms\n",
+                a.name.c_str(), t, reps);
+    std::printf("%-20s %9s %8s %9s %7s %9s", "layer", "MMACs", "solve_s", "CoSA_ms", "GFLOP/s", "random5");
+    for (double b : budgets) std::printf(" %9s", ("rand" + detail::concat(b) + "x").c_str());
+    std::printf(" %9s %9s %9s %9s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(), "oneDNN",
+                "dnnl_nchw", "model_ms", "rho");
+    std::string out_csv = "layer,macs,cosa_solve_s,cosa_ms,random5_ms";
+    for (double b : budgets) out_csv += detail::concat(",random_", b, "x_ms");
+    out_csv += detail::concat(",hybrid_", budgets.back(), "x_ms,onednn_ms,onednn_nchw_ms,model_ms,spearman\n");
+    std::vector<Geomean> vs_search(budgets.size() + 2);  // random-5, random at each budget, hybrid: search / CoSA
+    Geomean vs_dnnl, vs_dnnl_nchw;
+    double solve_max = 0, solve_sum = 0;
+    const std::vector<std::string> files = read_layer_list(layers);
+    std::vector<std::pair<int64_t, std::string>> by_macs;
+    for (const std::string& file : files) by_macs.emplace_back(read_problem(file).macs(), file);
+    std::sort(by_macs.begin(), by_macs.end());
+    std::vector<std::string> correlated;
+    for (size_t i = 0; i < by_macs.size() && static_cast<int>(i) < correlate_layers; ++i)
+      correlated.push_back(by_macs[i].second);
+    int done = 0;
+    const double ghz = nominal_ghz();  // the model's cycles as time
+    for (const std::string& file : files) {
+      if (limit > 0 && done >= limit) break;
+      const Problem p = read_problem(file);
+      LayerData d = layer_data(p);
+      const Result r = schedule(p, a, ms);
+      solve_max = std::max(solve_max, r.solve_seconds);
+      solve_sum += r.solve_seconds;
+      const double cosa_ms = time_mapping(p, r.mapping, a, d, reps, t).median * 1e3;
+      std::vector<double> search_ms;
+      auto run_search = [&](const SearchResult& s) {
+        search_ms.push_back(s.found ? time_mapping(p, s.mapping, a, d, reps, t).median * 1e3 : NAN);
+      };
+      run_search(random_search(p, a, ms, {.valid = 5, .seed = 1}));
+      for (double b : budgets) run_search(random_search(p, a, ms, {.seconds = b * r.solve_seconds, .seed = 2}));
+      run_search(hybrid_search(p, a, ms, {.threads = t, .seconds = budgets.back() * r.solve_seconds, .seed = 3}));
+      const double dnnl_ms = time_onednn(p, d, reps, true).median * 1e3;
+      const double nchw_ms = time_onednn(p, d, reps, false).median * 1e3;
+      const bool correlate_this = std::find(correlated.begin(), correlated.end(), file) != correlated.end();
+      const double rho = correlate_this ? correlate(p, a, ms, d, correlate_count, t) : NAN;
+      const double model_ms = static_cast<double>(r.evaluation.cycles) / ghz * 1e-6;
+      std::printf("%-20s %9.1f %8.3f %9.3f %7.1f", p.name.c_str(), static_cast<double>(p.macs()) * 1e-6,
+                  r.solve_seconds, cosa_ms, 2.0 * static_cast<double>(p.macs()) / cosa_ms * 1e-6);
+      for (double ms_ : search_ms) std::printf(" %9.3f", ms_);
+      std::printf(" %9.3f %9.3f %9.3f %7.3f\n", dnnl_ms, nchw_ms, model_ms, rho);
+      std::fflush(stdout);
+      out_csv += detail::concat(p.name, ",", p.macs(), ",", r.solve_seconds, ",", cosa_ms);
+      for (size_t i = 0; i < search_ms.size(); ++i) {
+        out_csv += detail::concat(",", search_ms[i]);
+        vs_search[i].add(search_ms[i] / cosa_ms);
+      }
+      out_csv += detail::concat(",", dnnl_ms, ",", nchw_ms, ",", model_ms, ",", rho, "\n");
+      vs_dnnl.add(cosa_ms / dnnl_ms);
+      vs_dnnl_nchw.add(cosa_ms / nchw_ms);
+      ++done;
+    }
+    std::printf("%d layers; geomean of search time / CoSA time (> 1: CoSA's kernel is faster): random-5 %.2f", done,
+                vs_search[0].value());
+    for (size_t i = 0; i < budgets.size(); ++i)
+      std::printf(", random at %gx %.2f (%d found)", budgets[i], vs_search[i + 1].value(), vs_search[i + 1].n);
+    std::printf(", hybrid at %gx %.2f\n", budgets.back(), vs_search.back().value());
+    std::printf("geomean of CoSA time / oneDNN time (> 1: oneDNN is faster): blocked layouts %.2f, plain %.2f\n",
+                vs_dnnl.value(), vs_dnnl_nchw.value());
+    std::printf("CoSA solve time per layer: mean %.3f s, max %.3f s\n", solve_sum / std::max(done, 1), solve_max);
+    if (!csv.empty()) write_file_atomically(csv, out_csv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

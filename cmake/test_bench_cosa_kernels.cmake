@@ -1,0 +1,32 @@
+# ctest driver for bench_cosa_kernels on a tiny fixture written here:
+#   cmake -DBENCH=<path to bench_cosa_kernels> -DWORK_DIR=<scratch dir> -P test_bench_cosa_kernels.cmake
+# Two small layers (one strided): every method's kernel is checked against
+# the reference inside the driver (a wrong kernel exits non-zero), the
+# correlation runs on one layer, the CSV has a row per layer.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}/net")
+file(WRITE "${WORK_DIR}/net/a.yaml" "problem:\n  R: 3\n  S: 3\n  P: 6\n  Q: 6\n  C: 8\n  K: 32\n  N: 1\n")
+file(WRITE "${WORK_DIR}/net/b.yaml"
+     "problem:\n  R: 1\n  S: 1\n  P: 5\n  Q: 5\n  C: 16\n  K: 48\n  N: 1\n  Wstride: 2\n  Hstride: 2\n")
+file(WRITE "${WORK_DIR}/net/layers.yaml" "- a\n- b\n")
+execute_process(COMMAND "${BENCH}" --layers "${WORK_DIR}/net/layers.yaml" --reps 1 --correlate 1 --mappings 5
+                        --budgets 1,10 --csv "${WORK_DIR}/out.csv"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench_cosa_kernels: exit ${rc}\n${out}\n${err}")
+endif()
+foreach(want "2 layers; geomean of search time / CoSA time" "CoSA time / oneDNN time" "CoSA solve time per layer")
+  string(FIND "${out}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "bench_cosa_kernels: no '${want}' in\n${out}")
+  endif()
+endforeach()
+file(STRINGS "${WORK_DIR}/out.csv" rows)
+list(LENGTH rows n)
+if(NOT n EQUAL 3)
+  message(FATAL_ERROR "bench_cosa_kernels: ${n} CSV lines, wanted a header and 2 rows:\n${rows}")
+endif()
+list(GET rows 0 header)
+if(NOT header MATCHES "^layer,macs,cosa_solve_s,cosa_ms,random5_ms,random_1x_ms,random_10x_ms,hybrid_10x_ms,onednn_ms")
+  message(FATAL_ERROR "bench_cosa_kernels: unexpected CSV header ${header}")
+endif()

@@ -187,10 +187,17 @@ Evaluation evaluate(const Mapping& m, const Problem& p, const Arch& a) {
   e.compute_cycles = 1;
   for (const LevelMapping& l : m.levels)
     for (int64_t f : l.temporal) e.compute_cycles *= f;
-  const Level& dram = a.levels.back();
-  const int64_t reads = e.dram_reads[Weights] + e.dram_reads[Inputs] + e.dram_reads[Outputs];
-  e.cycles = std::max({e.compute_cycles, ceil_div(static_cast<double>(reads), dram.read_bandwidth),
-                       ceil_div(static_cast<double>(e.dram_updates), dram.write_bandwidth)});
+  e.cycles = e.compute_cycles;
+  for (size_t i = 0; i < L; ++i) {  // each level under its bandwidth (0: unlimited)
+    const Level& l = a.levels[i];
+    int64_t reads = 0, writes = 0;
+    for (const Accesses& acc : e.accesses[i]) {
+      reads += acc.reads;
+      writes += acc.fills + acc.updates;
+    }
+    e.cycles = std::max({e.cycles, ceil_div(static_cast<double>(reads), l.read_bandwidth),
+                         ceil_div(static_cast<double>(writes), l.write_bandwidth)});
+  }
   e.utilization = static_cast<double>(p.macs()) / (static_cast<double>(e.cycles) * static_cast<double>(a.mac_instances));
   return e;
 }

@@ -63,6 +63,26 @@ TEST(CosaModel, TilesTrafficAndCyclesByHand) {
   EXPECT_EQ(evaluate(outer, p, a).dram_reads[Weights], 4 * 24);
 }
 
+// An on-chip level that states a bandwidth bounds the cycles like DRAM's:
+// Buf serves reads of Inputs (24) and Outputs (80) and takes fills of
+// Inputs (12) and updates of Outputs (96), per the accesses below.
+TEST(CosaModel, OnChipBandwidthBoundsTheCycles) {
+  test::TempDir dir;
+  const auto with_buf = [&](const std::string& name, const std::string& bandwidths) {
+    std::string arch = kArch;
+    const std::string anchor = "    entries: 64\n";
+    arch.insert(arch.find(anchor) + anchor.size(), bandwidths);
+    return read_arch(dir.file(name, arch));
+  };
+  const Problem p = read_problem(dir.file("p.yaml", kProblem));
+  const Arch reads = with_buf("r.yaml", "    read_bandwidth: 2\n    write_bandwidth: 8\n");
+  EXPECT_EQ(evaluate(mapping(reads), p, reads).cycles, (24 + 80) / 2);
+  const Arch writes = with_buf("w.yaml", "    read_bandwidth: 8\n    write_bandwidth: 2\n");
+  EXPECT_EQ(evaluate(mapping(writes), p, writes).cycles, (12 + 96) / 2);
+  const Arch fast = with_buf("f.yaml", "    read_bandwidth: 100\n    write_bandwidth: 100\n");
+  EXPECT_EQ(evaluate(mapping(fast), p, fast).cycles, 24);  // compute-bound again
+}
+
 // Per-instance accesses and energy of the same mapping, worked by hand with
 // given per-access energies (MAC 0.5 pJ, Reg 1, Buf 2, DRAM 10).
 TEST(CosaModel, AccessesAndEnergyByHand) {

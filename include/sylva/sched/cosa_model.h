@@ -2,13 +2,13 @@
 // CoSA and its baselines: per level and tensor, the tile a keeping level
 // holds (its utilized capacity), the capacity check, reads / fills /
 // updates per instance (Timeloop's accounting, multicast and spatial
-// reduction included), DRAM traffic, compute cycles, cycles under DRAM
-// bandwidth, and energy from per-access costs. Checked against real
+// reduction included), DRAM traffic, compute cycles, cycles under every
+// level's stated bandwidth, and energy from per-access costs. Checked against real
 // Timeloop (v3.0.3) on shared/data/cosa/timeloop_golden: see
 // docs/architecture.md, "CoSA". Not modelled: sliding-window reuse of
 // input halos (Timeloop counts only new rows/columns in some loop orders;
 // this model refetches whole tiles there, overestimating input traffic),
-// address-generation energy, on-chip bandwidth limits.
+// address-generation energy.
 //
 // @code
 // cosa::Evaluation e = cosa::evaluate(mapping, problem, arch, mapspace);
@@ -44,7 +44,7 @@ struct Evaluation {
   std::array<int64_t, kTensors> dram_reads{};
   int64_t dram_updates = 0;
   int64_t compute_cycles = 0;  // temporal iterations per MAC unit
-  int64_t cycles = 0;          // max(compute, DRAM reads / read bandwidth, updates / write bandwidth)
+  int64_t cycles = 0;          // max(compute, per level: reads / read bandwidth, (fills + updates) / write bandwidth)
   double utilization = 0;      // MACs / (cycles x MAC instances)
   /// Per level and tensor (zero where bypassed); DRAM's equal dram_reads / dram_updates.
   std::vector<std::array<Accesses, kTensors>> accesses;

@@ -24,8 +24,16 @@ struct Loop {
 struct Nest {
   std::vector<Loop> loops;
   size_t inner_begin = 0;
+  size_t l1_begin = 0;                                   // where L1's temporal loops begin
   std::array<int64_t, kDims> tile{1, 1, 1, 1, 1, 1, 1};  // the innermost block's extent per dimension
 };
+
+// The block's extent: the product of the factors from inner_begin in.
+std::array<int64_t, kDims> tile_of(const Nest& n) {
+  std::array<int64_t, kDims> tile{1, 1, 1, 1, 1, 1, 1};
+  for (size_t l = n.inner_begin; l < n.loops.size(); ++l) tile[static_cast<size_t>(n.loops[l].dim)] *= n.loops[l].factor;
+  return tile;
+}
 
 int dim_of(char c) {
   for (int d = 0; d < kDims; ++d)
@@ -49,6 +57,7 @@ Nest nest_of(const Mapping& m) {
   const int levels = static_cast<int>(m.levels.size());
   for (int i = levels - 1; i >= 0; --i) {
     const LevelMapping& lm = m.levels[static_cast<size_t>(i)];
+    if (i == 1) n.l1_begin = n.loops.size();
     for (int d : outer_first(lm.temporal_permutation))
       if (lm.temporal[static_cast<size_t>(d)] > 1) n.loops.push_back({d, lm.temporal[static_cast<size_t>(d)]});
     if (i == 1 || (i == 0 && levels == 1)) n.inner_begin = n.loops.size();
@@ -56,14 +65,25 @@ Nest nest_of(const Mapping& m) {
       if (lm.spatial[static_cast<size_t>(d)] > 1)
         n.loops.push_back({d, lm.spatial[static_cast<size_t>(d)], 1, i >= 2 && output_dim(d)});
   }
+  if (levels == 1) n.l1_begin = n.inner_begin;
   std::array<int64_t, kDims> inner{1, 1, 1, 1, 1, 1, 1};
   for (size_t l = n.loops.size(); l-- > 0;) {
     Loop& loop = n.loops[l];
     loop.stride = inner[static_cast<size_t>(loop.dim)];
     inner[static_cast<size_t>(loop.dim)] *= loop.factor;
-    if (l == n.inner_begin) n.tile = inner;
   }
-  if (n.inner_begin >= n.loops.size()) n.tile = {1, 1, 1, 1, 1, 1, 1};
+  n.tile = tile_of(n);
+  return n;
+}
+
+// The nest with L1's temporal loops folded into the block, for the
+// micro-kernel: the block becomes L1's tile, which the mapping's capacity
+// check says fits L1, and the micro-kernel orders the points inside it
+// (each group of accumulators over the tile's whole reduction) instead of
+// storing and reloading its accumulators at every step of L1's loops.
+Nest fold_l1(Nest n) {
+  n.inner_begin = n.l1_begin;
+  n.tile = tile_of(n);
   return n;
 }
 
@@ -152,8 +172,10 @@ void pack_channels_last(FastConv& f, const Problem& p, const float* w, const flo
   const auto& B = p.bounds;
   const int64_t crs = B[C] * B[R] * B[S], wh = f.wi * f.hi;
   f.packed_w.resize(static_cast<size_t>(weight_size(p)));
-  for (int64_t k = 0; k < B[K]; ++k)
-    for (int64_t i = 0; i < crs; ++i) f.packed_w[static_cast<size_t>(i * B[K] + k)] = w[k * crs + i];
+  float* packed_w = f.packed_w.data();
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int64_t i = 0; i < crs; ++i)  // contiguous writes; the strided reads share cache lines across i
+    for (int64_t k = 0; k < B[K]; ++k) packed_w[i * B[K] + k] = w[k * crs + i];
   f.packed_in.resize(static_cast<size_t>(input_size(p)));
   float* packed_in = f.packed_in.data();
 #pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
@@ -301,35 +323,40 @@ int64_t input_size(const Problem& p) {
 }
 int64_t output_size(const Problem& p) { return p.bounds[N] * p.bounds[K] * p.bounds[P] * p.bounds[Q]; }
 
-template <class T>
-void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
-              int threads) {
-  check_mapping(m, p, a);
-  const Nest nest = nest_of(m);
+// Runs `block` over every tile of `nest`: the parallel loops outside the
+// block on `threads` threads, the rest in order on each.
+template <class Block>
+void run_tiles(const Block& block, const Nest& nest, int threads) {
   std::vector<size_t> par, seq;
   int64_t combos = 1;
   for (size_t l = 0; l < nest.inner_begin; ++l) {
     (nest.loops[l].parallel ? par : seq).push_back(l);
     if (nest.loops[l].parallel) combos *= nest.loops[l].factor;
   }
-  const auto e = input_extents(p);
-  std::fill(outputs, outputs + output_size(p), T(0));
-  const int t = static_cast<int>(std::min<int64_t>(threads > 0 ? threads : usable_cpu_cores(), combos));
-  auto run_all = [&](const auto& block) {
+  const int t = static_cast<int>(std::min<int64_t>(threads, combos));
 #pragma omp parallel for num_threads(t) schedule(dynamic) if (t > 1)
-    for (int64_t c = 0; c < combos; ++c) run_outer(block, nest, par, seq, c);
-  };
-  bool along_k = false;
+  for (int64_t c = 0; c < combos; ++c) run_outer(block, nest, par, seq, c);
+}
+
+template <class T>
+void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
+              int threads) {
+  check_mapping(m, p, a);
+  const Nest nest = nest_of(m);
+  const auto e = input_extents(p);
+  const int all = threads > 0 ? threads : usable_cpu_cores();
+  std::fill(outputs, outputs + output_size(p), T(0));
   if constexpr (std::is_same_v<T, float>) {
-    if (fast_along_k(p, m, nest, along_k)) {
-      const int all = threads > 0 ? threads : usable_cpu_cores();
-      const FastConv f = fast_conv(p, nest, along_k, weights, inputs, outputs, e[0], e[1], all);
-      run_all(f);
+    const Nest folded = fold_l1(nest);
+    bool along_k = false;
+    if (fast_along_k(p, m, folded, along_k)) {
+      const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all);
+      run_tiles(f, folded, all);
       if (along_k) unstage(p, f.staged_out, outputs, all);
       return;
     }
   }
-  run_all(Conv<T>{p, weights, inputs, outputs, e[0], e[1]});
+  run_tiles(Conv<T>{p, weights, inputs, outputs, e[0], e[1]}, nest, all);
 }
 
 // Written on its own (not through Conv::tile) so that it checks the tiled walk.

@@ -7,7 +7,9 @@
 // dimensions (K, P, Q, N) run on threads (disjoint outputs); spatial loops
 // over reduction dimensions (R, S, C) run in turn.
 //
-// float32 in an AVX-512 or AVX2+FMA build: the block runs on a
+// float32 in an AVX-512 or AVX2+FMA build: L1's temporal loops are folded
+// into the block (the block becomes L1's tile; the tiling above is kept,
+// the order of L1's own loops is the micro-kernel's), which runs on a
 // register-tile micro-kernel (src/sched/cosa_microkernel.h) that keeps up
 // to 24 accumulator vectors in registers over the block's whole reduction.
 // It vectorises along K when the mapping puts the lanes on K (what

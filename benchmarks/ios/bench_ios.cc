@@ -6,10 +6,12 @@
 // run on this CPU through oneDNN (concurrent groups on a thread pool,
 // merged convolutions as one) or, with --device cuda, on the GPU through
 // cuDNN (concurrent groups on their own CUDA streams), then each variant's
-// plans end to end.
+// plans end to end. --kernels cosa | pick runs the CPU's convolutions on
+// CoSA-scheduled kernels (sylva/graph/cnn_cosa.h).
 #include <CLI/CLI.hpp>
 
 #include <bit>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +21,7 @@
 #include "sylva/core/error.h"
 #include "sylva/core/file.h"
 #include "sylva/graph/cnn.h"
+#include "sylva/graph/cnn_cosa.h"
 #include "sylva/sched/ios_graph.h"
 
 using namespace sylva;
@@ -162,6 +165,16 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
                 static_cast<long>(f.merged), static_cast<long>(f.concurrent), static_cast<long>(f.states),
                 static_cast<long>(f.profiled), f.search_s);
   }
+  if (const auto* k = dynamic_cast<const cnn::CosaCnnKernels*>(&runner.kernels())) {
+    const std::vector<cnn::ConvDecision> d = k->decisions();
+    const auto on_cosa = std::count_if(d.begin(), d.end(), [](const cnn::ConvDecision& x) { return x.cosa; });
+    double solve = 0;
+    for (const cnn::ConvDecision& x : d) solve += x.solve_seconds;
+    std::printf("# %s: %ld of %zu convolution layers (merged ones included) on CoSA kernels, %.2f s of MIP solves\n",
+                g.name.c_str(), static_cast<long>(on_cosa), d.size(), solve);
+    if (std::getenv("SYLVA_LOG"))
+      for (const cnn::ConvDecision& x : d) std::printf("#   %s\n", x.line().c_str());
+  }
   std::fflush(stdout);
 }
 
@@ -171,7 +184,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
   std::string data, schedule_out, dot_dir;
   int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 1;
-  std::string cost_model = "analytical", device = "cpu";
+  std::string cost_model = "analytical", device = "cpu", kernels = "onednn";
   std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
   CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};
   app.add_option("--graphs", graphs, "graph names (in <data>/ios/graphs) or JSON files")->delimiter(';');
@@ -189,6 +202,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", device,
                  "profile: cpu (oneDNN, concurrent groups on threads) | cuda (cuDNN on GPU 0, concurrent groups on "
                  "CUDA streams)")
+      ->capture_default_str();
+  app.add_option("--kernels", kernels,
+                 "profile on the CPU: onednn, cosa (every convolution on its CoSA-scheduled kernel) or pick (per "
+                 "layer the faster of the two, measured on its first call)")
       ->capture_default_str();
   app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
   app.add_option("--profile-repeats", profile_repeats, "profile: timed runs per stage during the search (after a warm-up)")
@@ -209,10 +226,20 @@ int main(int argc, char** argv) {
     SYLVA_CHECK(device == "cpu" || device == "cuda", "[bench_ios] --device is cpu or cuda, got '", device, "'");
     const bool profile = cost_model == "profile";
     SYLVA_CHECK(profile || device == "cpu", "[bench_ios] --device cuda needs --cost profile");
-    const cnn::Impl impl = device == "cuda" ? cnn::Impl::cudnn : cnn::Impl::onednn;
+    SYLVA_CHECK(kernels == "onednn" || kernels == "cosa" || kernels == "pick",
+                "[bench_ios] --kernels is onednn, cosa or pick, got '", kernels, "'");
+    SYLVA_CHECK(kernels == "onednn" || (profile && device == "cpu"),
+                "[bench_ios] --kernels ", kernels, " needs --cost profile on --device cpu");
+    const cnn::Impl impl = device == "cuda"       ? cnn::Impl::cudnn
+                           : kernels == "cosa"    ? cnn::Impl::cosa
+                           : kernels == "pick"    ? cnn::Impl::cosa_pick
+                                                  : cnn::Impl::onednn;
     if (profile) {
       const std::string where = device == "cuda" ? "the GPU (cuDNN, float32, FMA math)"
-                                                 : std::to_string(cores) + " cores (oneDNN, float32)";
+                                                 : std::to_string(cores) + " cores (" +
+                                                       (kernels == "onednn" ? std::string("oneDNN")
+                                                                            : "oneDNN, convolutions: " + kernels) +
+                                                       ", float32)";
       std::printf("# bench_ios: profiling cost model, batch %d, %s; latency of the whole network in ms, median "
                   "(min max) of %d runs, variants in turn; merged / concur: stages merged / of two or more groups\n",
                   batch, where.c_str(), repeats);

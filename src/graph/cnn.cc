@@ -11,6 +11,7 @@
 
 #include "sylva/core/error.h"
 #include "sylva/graph/cnn.h"
+#include "sylva/graph/cnn_cosa.h"
 
 namespace sylva::cnn {
 
@@ -218,7 +219,11 @@ CnnRunner::CnnRunner(const ios::CnnGraph& g, int64_t batch, uint64_t seed, Impl 
     : g_(g), batch_(batch), impl_(impl), s_(std::make_unique<State>()) {
   SYLVA_CHECK(batch >= 1, "[cnn] batch must be >= 1, got ", batch);
   SYLVA_CHECK(impl != Impl::custom, "[cnn] Impl::custom needs the constructor that takes the kernels");
-  s_->kernels = impl == Impl::cudnn ? make_cudnn_cnn_kernels() : make_cpu_cnn_kernels(impl == Impl::reference);
+  if (impl == Impl::cosa || impl == Impl::cosa_pick)
+    s_->kernels = std::make_unique<CosaCnnKernels>(impl == Impl::cosa ? CosaCnnKernels::Mode::cosa
+                                                                      : CosaCnnKernels::Mode::pick);
+  else
+    s_->kernels = impl == Impl::cudnn ? make_cudnn_cnn_kernels() : make_cpu_cnn_kernels(impl == Impl::reference);
   init(seed);
 }
 
@@ -318,6 +323,7 @@ std::vector<float> CnnRunner::value(const std::string& name) const {
 void CnnRunner::synchronize() { s_->backend->synchronize(); }
 
 Backend& CnnRunner::backend() const { return *s_->backend; }
+CnnKernels& CnnRunner::kernels() const { return *s_->kernels; }
 
 void CnnRunner::run(const CnnNode& n) {
   State& s = *s_;

@@ -28,9 +28,11 @@
 namespace sylva::cnn {
 
 /// Which kernels run the operators: oneDNN on the CPU, the naive loops on
-/// the CPU, cuDNN (and Sylva's kernels) on CUDA device 0, or kernels given
-/// to the constructor.
-enum class Impl : uint8_t { onednn, reference, cudnn, custom };
+/// the CPU, cuDNN (and Sylva's kernels) on CUDA device 0, kernels given to
+/// the constructor, or oneDNN with the convolutions on CoSA-scheduled
+/// kernels -- every one (cosa), or per layer the faster of the two as
+/// measured on its first call (cosa_pick): sylva/graph/cnn_cosa.h.
+enum class Impl : uint8_t { onednn, reference, cudnn, custom, cosa, cosa_pick };
 
 class CnnRunner {
  public:
@@ -68,6 +70,9 @@ class CnnRunner {
   void synchronize();
   int64_t batch() const { return batch_; }
   Impl impl() const { return impl_; }
+  /// The kernels that run the operators (a CosaCnnKernels for cosa and
+  /// cosa_pick, which says what each convolution ran on).
+  CnnKernels& kernels() const;
   /// The backend whose memory holds the values and whose lanes run the work.
   Backend& backend() const;
 

@@ -1,0 +1,201 @@
+// CNN kernels with CoSA-scheduled convolutions (sylva/graph/cnn_cosa.h).
+#include "sylva/graph/cnn_cosa.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "sylva/core/error.h"
+#include "sylva/core/log.h"
+#include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_kernel.h"
+
+namespace sylva::cnn {
+
+std::string ConvDecision::line() const {
+  char buf[160];
+  if (cosa_ms > 0 && onednn_ms > 0)
+    std::snprintf(buf, sizeof buf, " (%.3f ms vs %s %.3f ms)", cosa ? cosa_ms : onednn_ms, cosa ? "onednn" : "cosa",
+                  cosa ? onednn_ms : cosa_ms);
+  else
+    buf[0] = '\0';
+  std::string s = "conv " + key + ": " + (cosa ? "cosa" : "onednn") + buf;
+  return reason.empty() ? s : s + ", " + reason;
+}
+
+cosa::Problem conv_problem(const ConvSpec& c, Nchw in) {
+  SYLVA_CHECK(c.groups == 1, "[cnn cosa] conv '", c.key, "': groups = ", c.groups,
+              ", but the CoSA kernel generator realises groups = 1 only");
+  cosa::Problem p;
+  p.name = c.key;
+  p.bounds[cosa::R] = c.kernel[0];
+  p.bounds[cosa::S] = c.kernel[1];
+  p.bounds[cosa::P] = c.out_h;
+  p.bounds[cosa::Q] = c.out_w;
+  p.bounds[cosa::C] = in.c;
+  p.bounds[cosa::K] = c.out_channels;
+  p.bounds[cosa::N] = in.n;
+  p.w_stride = c.stride[0];
+  p.h_stride = c.stride[1];
+  return p;
+}
+
+namespace {
+
+// One convolution layer: its problem and mapping, and whether its input
+// needs a zero-bordered copy (padding, or rows the strides never reach).
+struct Layer {
+  ConvDecision decision;
+  Nchw in;
+  cosa::Problem problem;
+  cosa::Mapping mapping;
+  bool copy_input = false;
+};
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+struct CosaCnnKernels::State {
+  Mode mode;
+  cosa::Arch arch;
+  cosa::Mapspace mapspace;
+  std::unique_ptr<CnnKernels> onednn = make_cpu_cnn_kernels(false);
+  mutable std::mutex mu;
+  std::map<std::string, std::unique_ptr<Layer>> layers;
+  std::vector<const Layer*> order;
+
+  // Schedules the layer; sets decision.reason and returns false where the
+  // CoSA kernel cannot run it.
+  bool plan(Layer& l, const ConvSpec& c) {
+    try {
+      l.problem = conv_problem(c, l.in);
+      const cosa::Result r = cosa::schedule(l.problem, arch, mapspace);
+      l.mapping = r.mapping;
+      l.decision.solve_seconds = r.solve_seconds;
+    } catch (const Error& e) {
+      if (mode == Mode::cosa) throw;
+      l.decision.reason = std::string("fell back: ") + e.what();
+      return false;
+    }
+    const auto e = cosa::input_extents(l.problem);
+    l.copy_input = c.padding[0] != 0 || c.padding[1] != 0 || e[0] != l.in.h || e[1] != l.in.w;
+    return true;
+  }
+
+  void run_cosa(const Layer& l, const ConvSpec& c, const float* x, const float* w, const float* b, float* y) {
+    std::vector<float> padded;
+    if (l.copy_input) {
+      const auto e = cosa::input_extents(l.problem);
+      padded.assign(static_cast<size_t>(cosa::input_size(l.problem)), 0.0f);
+      const int64_t rows = std::min(e[0], l.in.h + c.padding[0]) - c.padding[0];
+      const int64_t cols = std::min(e[1], l.in.w + c.padding[1]) - c.padding[1];
+      for (int64_t i = 0; i < l.in.n * l.in.c; ++i)
+        for (int64_t h = 0; h < rows; ++h)
+          std::copy_n(x + (i * l.in.h + h) * l.in.w, cols,
+                      padded.data() + (i * e[0] + h + c.padding[0]) * e[1] + c.padding[1]);
+      x = padded.data();
+    }
+    cosa::run_conv(l.problem, l.mapping, arch, w, x, y);
+    const int64_t hw = c.out_h * c.out_w, rows = l.in.n * c.out_channels;
+    if (b)
+      for (int64_t r = 0; r < rows; ++r)
+        for (float* v = y + r * hw; v != y + (r + 1) * hw; ++v) *v += b[r % c.out_channels];
+    if (c.act != Act::identity) onednn->activate(y, rows * hw, c.act);
+  }
+
+  // Best of three runs of each kernel on the call's data; keeps the faster.
+  void pick(Layer& l, const ConvSpec& c, const float* x, const float* w, const float* b, float* y) {
+    double t_cosa = 1e300, t_onednn = 1e300;
+    for (int i = 0; i < 3; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      onednn->conv(c, x, l.in, w, b, y);
+      t_onednn = std::min(t_onednn, ms_since(t0));
+      t0 = std::chrono::steady_clock::now();
+      run_cosa(l, c, x, w, b, y);
+      t_cosa = std::min(t_cosa, ms_since(t0));
+    }
+    l.decision.cosa_ms = t_cosa;
+    l.decision.onednn_ms = t_onednn;
+    l.decision.cosa = t_cosa < t_onednn;
+    l.decision.reason = "measured";
+    if (!l.decision.cosa) onednn->conv(c, x, l.in, w, b, y);
+  }
+};
+
+CosaCnnKernels::CosaCnnKernels(Mode mode) : CosaCnnKernels(mode, cosa::this_cpu_arch()) {}
+
+CosaCnnKernels::CosaCnnKernels(Mode mode, const cosa::Arch& arch) : s_(std::make_unique<State>()) {
+  s_->mode = mode;
+  s_->arch = arch;
+  s_->mapspace = cosa::cpu_mapspace(arch);
+}
+
+CosaCnnKernels::~CosaCnnKernels() = default;
+
+Backend& CosaCnnKernels::backend() { return s_->onednn->backend(); }
+
+void CosaCnnKernels::move_channels(const float* x, int64_t x_channels, int64_t x_c0, float* y, int64_t y_channels,
+                                   int64_t y_c0, int64_t channels, int64_t n, int64_t hw, bool add) {
+  s_->onednn->move_channels(x, x_channels, x_c0, y, y_channels, y_c0, channels, n, hw, add);
+}
+void CosaCnnKernels::activate(float* y, int64_t count, Act act) { s_->onednn->activate(y, count, act); }
+void CosaCnnKernels::element(const float* x, float* y, int64_t n, int64_t terms, int64_t each, bool mul) {
+  s_->onednn->element(x, y, n, terms, each, mul);
+}
+void CosaCnnKernels::pool(const PoolSpec& p, const float* x, Nchw in, float* y) { s_->onednn->pool(p, x, in, y); }
+
+void CosaCnnKernels::conv(const ConvSpec& c, const float* x, Nchw in, const float* w, const float* b, float* y) {
+  State& s = *s_;
+  Layer* l = nullptr;
+  {
+    // The first call of a layer plans (and in `pick` mode measures) under
+    // the lock: concurrent first calls do not disturb each other's timing.
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.layers.find(c.key);
+    if (it != s.layers.end()) {
+      l = it->second.get();
+    } else {
+      auto fresh = std::make_unique<Layer>();
+      fresh->decision.key = c.key;
+      fresh->in = in;
+      const bool runnable = s.plan(*fresh, c);  // throws in `cosa` mode where it cannot run
+      l = fresh.get();
+      s.order.push_back(l);
+      s.layers.emplace(c.key, std::move(fresh));
+      if (!runnable) {
+        log(LogLevel::info, "[cnn cosa] " + l->decision.line());
+        s.onednn->conv(c, x, in, w, b, y);
+        return;
+      }
+      if (s.mode == Mode::pick) {  // y is written by the kernel picked
+        s.pick(*l, c, x, w, b, y);
+        log(LogLevel::info, "[cnn cosa] " + l->decision.line());
+        return;
+      }
+      l->decision.cosa = true;
+      l->decision.reason = "scheduled";
+    }
+  }
+  SYLVA_CHECK(in.n == l->in.n && in.c == l->in.c && in.h == l->in.h && in.w == l->in.w, "[cnn cosa] conv '", c.key,
+              "' was planned for input [", l->in.n, ", ", l->in.c, ", ", l->in.h, ", ", l->in.w, "], called with [",
+              in.n, ", ", in.c, ", ", in.h, ", ", in.w, "]");
+  if (l->decision.cosa)
+    s.run_cosa(*l, c, x, w, b, y);
+  else
+    s.onednn->conv(c, x, in, w, b, y);
+}
+
+std::vector<ConvDecision> CosaCnnKernels::decisions() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  std::vector<ConvDecision> out;
+  for (const Layer* l : s_->order) out.push_back(l->decision);
+  return out;
+}
+
+}  // namespace sylva::cnn

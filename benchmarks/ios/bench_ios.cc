@@ -6,7 +6,7 @@
 // run on this CPU through oneDNN (concurrent groups on a thread pool,
 // merged convolutions as one) or, with --device cuda, on the GPU through
 // cuDNN (concurrent groups on their own CUDA streams), then each variant's
-// plans end to end. --kernels cosa | pick runs the CPU's convolutions on
+// plans end to end. --kernels cosa | auto runs the CPU's convolutions on
 // CoSA-scheduled kernels (sylva/graph/cnn_cosa.h).
 #include <CLI/CLI.hpp>
 
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
                  "CUDA streams)")
       ->capture_default_str();
   app.add_option("--kernels", kernels,
-                 "profile on the CPU: onednn, cosa (every convolution on its CoSA-scheduled kernel) or pick (per "
+                 "profile on the CPU: onednn, cosa (every convolution on its CoSA-scheduled kernel) or auto (per "
                  "layer the faster of the two, measured on its first call)")
       ->capture_default_str();
   app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
@@ -226,13 +226,13 @@ int main(int argc, char** argv) {
     SYLVA_CHECK(device == "cpu" || device == "cuda", "[bench_ios] --device is cpu or cuda, got '", device, "'");
     const bool profile = cost_model == "profile";
     SYLVA_CHECK(profile || device == "cpu", "[bench_ios] --device cuda needs --cost profile");
-    SYLVA_CHECK(kernels == "onednn" || kernels == "cosa" || kernels == "pick",
-                "[bench_ios] --kernels is onednn, cosa or pick, got '", kernels, "'");
+    SYLVA_CHECK(kernels == "onednn" || kernels == "cosa" || kernels == "auto",
+                "[bench_ios] --kernels is onednn, cosa or auto, got '", kernels, "'");
     SYLVA_CHECK(kernels == "onednn" || (profile && device == "cpu"),
                 "[bench_ios] --kernels ", kernels, " needs --cost profile on --device cpu");
     const cnn::Impl impl = device == "cuda"       ? cnn::Impl::cudnn
                            : kernels == "cosa"    ? cnn::Impl::cosa
-                           : kernels == "pick"    ? cnn::Impl::cosa_pick
+                           : kernels == "auto"    ? cnn::Impl::cosa_pick
                                                   : cnn::Impl::onednn;
     if (profile) {
       const std::string where = device == "cuda" ? "the GPU (cuDNN, float32, FMA math)"

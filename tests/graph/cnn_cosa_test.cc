@@ -34,21 +34,14 @@ ConvSpec spec_of(const Case& t, const std::string& key) {
   return c;
 }
 
-std::vector<float> random_floats(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 // Runs case `t` through `k` (twice: the first call plans, the second runs
 // the plan) and returns the worst relative error against conv_reference.
 double worst_error(CosaCnnKernels& k, const Case& t, const std::string& key, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const ConvSpec c = spec_of(t, key);
-  const std::vector<float> x = random_floats(static_cast<size_t>(t.n * t.c * t.h * t.w), rng);
-  const std::vector<float> w = random_floats(static_cast<size_t>(t.k * t.c * t.kh * t.kw), rng);
-  const std::vector<float> b = random_floats(static_cast<size_t>(t.k), rng);
+  const std::vector<float> x = test::uniform<float>(static_cast<size_t>(t.n * t.c * t.h * t.w), rng);
+  const std::vector<float> w = test::uniform<float>(static_cast<size_t>(t.k * t.c * t.kh * t.kw), rng);
+  const std::vector<float> b = test::uniform<float>(static_cast<size_t>(t.k), rng);
   std::vector<float> want;
   conv_reference(c, x, t.n, t.c, t.h, t.w, w, b, want);
   double worst = 0;
@@ -116,7 +109,7 @@ TEST(CnnCosa, GroupedConvolutionsFallBackInPickAndThrowInCosa) {
   ConvSpec c = spec_of(t, "dw");
   c.groups = 6;
   std::mt19937_64 rng(5);
-  const std::vector<float> x = random_floats(6 * 81, rng), w = random_floats(6 * 9, rng), b = random_floats(6, rng);
+  const std::vector<float> x = test::uniform<float>(6 * 81, rng), w = test::uniform<float>(6 * 9, rng), b = test::uniform<float>(6, rng);
   std::vector<float> want, got(6 * 81);
   conv_reference(c, x, 1, 6, 9, 9, w, b, want);
   CosaCnnKernels pick(CosaCnnKernels::Mode::pick, cosa::cpu_arch(test::two_core_facts()));

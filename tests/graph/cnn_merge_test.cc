@@ -47,13 +47,6 @@ std::vector<const CnnNode*> pick(const CnnGraph& g, std::initializer_list<const 
   return out;
 }
 
-std::vector<double> uniform(size_t n, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
 TEST(ConvMerge, MergedEqualsSeparateInFloat64) {
   test::TempDir dir;
   const CnnGraph g = ios::read_ios_graph(dir.file("g.json", kMergeGraph));
@@ -63,11 +56,11 @@ TEST(ConvMerge, MergedEqualsSeparateInFloat64) {
     ASSERT_TRUE(m);
     std::mt19937_64 rng(3);
     const int64_t N = 2, C = 5, H = 9, W = 9;
-    const std::vector<double> x = uniform(static_cast<size_t>(N * C * H * W), rng);
+    const std::vector<double> x = test::uniform<double>(static_cast<size_t>(N * C * H * W), rng);
     std::vector<std::vector<double>> w, b;
     for (const CnnNode* n : convs) {
-      w.push_back(uniform(static_cast<size_t>(n->out_channels * C * n->kernel[0] * n->kernel[1]), rng));
-      b.push_back(uniform(static_cast<size_t>(n->out_channels), rng));
+      w.push_back(test::uniform<double>(static_cast<size_t>(n->out_channels * C * n->kernel[0] * n->kernel[1]), rng));
+      b.push_back(test::uniform<double>(static_cast<size_t>(n->out_channels), rng));
     }
     std::vector<const std::vector<double>*> wp, bp;
     for (size_t j = 0; j < convs.size(); ++j) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,15 @@ inline const char* kCnnOpsGraph = R"({"name": "ops", "input": {"type": "placehol
     "output_shape": [3, 9, 9]}],
   "exit_node": {"type": "identity", "name": "out", "inputs": [[["s2", 0, 4]], [["mx", 0, 6]]],
    "output_shape": [10, 5, 5]}}]})";
+
+// n values uniform in [-1, 1).
+template <class T>
+std::vector<T> uniform(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<T> u(-1, 1);
+  std::vector<T> v(n);
+  for (T& x : v) x = u(rng);
+  return v;
+}
 
 // max |a - b| / max(|a|, |b|) over all elements; infinite if the sizes differ.
 inline double max_relative_error(const std::vector<float>& a, const std::vector<float>& b) {

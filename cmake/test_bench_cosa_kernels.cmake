@@ -2,7 +2,8 @@
 #   cmake -DBENCH=<path to bench_cosa_kernels> -DWORK_DIR=<scratch dir> -P test_bench_cosa_kernels.cmake
 # Two small layers (one strided): every method's kernel is checked against
 # the reference inside the driver (a wrong kernel exits non-zero), the
-# correlation runs on one layer, the CSV has a row per layer.
+# correlation runs on one layer, the CSV has a row per layer; then two
+# small GEMMs (--gemm) against oneDNN's sgemm.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}/net")
 file(WRITE "${WORK_DIR}/net/a.yaml" "problem:\n  R: 3\n  S: 3\n  P: 6\n  Q: 6\n  C: 8\n  K: 32\n  N: 1\n")
@@ -30,3 +31,14 @@ list(GET rows 0 header)
 if(NOT header MATCHES "^layer,macs,cosa_solve_s,cosa_ms,random5_ms,random_1x_ms,random_10x_ms,hybrid_10x_ms,onednn_ms")
   message(FATAL_ERROR "bench_cosa_kernels: unexpected CSV header ${header}")
 endif()
+execute_process(COMMAND "${BENCH}" --gemm 4x40x12,1x17x9 --reps 1 --correlate 1 --mappings 5 --budgets 1
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "bench_cosa_kernels --gemm: exit ${rc}\n${out}\n${err}")
+endif()
+foreach(want "gemm_4x40x12 " "gemm_1x17x9 " "2 layers; geomean of search time / CoSA time" "CoSA time / oneDNN sgemm time")
+  string(FIND "${out}" "${want}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "bench_cosa_kernels --gemm: no '${want}' in\n${out}")
+  endif()
+endforeach()

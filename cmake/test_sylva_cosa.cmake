@@ -49,6 +49,8 @@ set(common --arch "${WORK_DIR}/arch.yaml" --mapspace "${WORK_DIR}/mapspace.yaml"
 run(0 "a: valid, [0-9]+ cycles" schedule ${common} --problem "${WORK_DIR}/net/a.yaml" -o "${WORK_DIR}/map.yaml")
 run(0 "measured: median [0-9.]+ ms over 5 runs.*max error [0-9.e+-]+ of the largest output\nmodel: [0-9]+ cycles"
     schedule --arch cpu --problem "${WORK_DIR}/net/a.yaml" --run)
+run(0 "gemm_8x40x12: valid.*measured: median [0-9.]+ ms over 5 runs.*max error [0-9.e+-]+ of the largest output"
+    schedule --arch cpu --gemm 8x40x12 --run)
 run(0 "name: L1" arch)
 run(0 "a: valid" evaluate ${common} --problem "${WORK_DIR}/net/a.yaml" --mapping "${WORK_DIR}/map.yaml")
 run(0 "random search: [0-9]+ mappings drawn, 5 valid" search --algo random ${common} --problem "${WORK_DIR}/net/a.yaml")

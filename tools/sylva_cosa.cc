@@ -2,7 +2,8 @@
 // of any mapping, random-search baselines, and a whole network's table.
 //
 //   sylva-cosa arch [-o cpu.yaml]   (this CPU; --arch cpu uses it)
-//   sylva-cosa schedule --arch A --problem P [--mapspace M] [--objective u,c,t,l] [--pad 7] [--run] -o map.yaml
+//   sylva-cosa schedule --arch A --problem P | --gemm MxNxK [--mapspace M] [--objective u,c,t,l] [--pad 7] [--run]
+//                       [-o map.yaml]
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
 //   sylva-cosa search --algo random|hybrid --arch A --problem P [--mapspace M] [--valid 5] [--seconds S]
 //                     [--threads 2] [--victory 500] [--seed 1] [-o map.yaml]
@@ -70,7 +71,8 @@ Problem layer(const std::string& path, int64_t pad) {
 
 // The CPU's clock in GHz (cpufreq's maximum, else /proc/cpuinfo's "cpu MHz"); NaN if neither is readable.
 // --run: the mapping as a kernel (float32, random data): checked against the
-// plain convolution, timed (median of 5 after a warm-up), and set beside the model.
+// plain convolution, timed (median of 5 after a warm-up), and set beside the
+// model. A GEMM runs through run_gemm (w is B [k][n], in is A [m][k]).
 void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluation& e) {
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
@@ -78,8 +80,20 @@ void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluat
       out(static_cast<size_t>(output_size(p))), ref(out.size());
   for (float& x : w) x = u(rng);
   for (float& x : in) x = u(rng);
-  run_conv(p, m, a, w.data(), in.data(), out.data());
-  reference_conv(p, w.data(), in.data(), ref.data());
+  const bool gemm = is_gemm(p);
+  const auto run = [&] {
+    if (gemm)
+      run_gemm(p, m, a, in.data(), w.data(), out.data());
+    else
+      run_conv(p, m, a, w.data(), in.data(), out.data());
+  };
+  run();
+  std::vector<float> conv_w = w;  // a GEMM's B [k][n] as the convolution's weights [K = n][C = k]
+  if (gemm)
+    for (int64_t c = 0; c < p.bounds[C]; ++c)
+      for (int64_t k = 0; k < p.bounds[K]; ++k)
+        conv_w[static_cast<size_t>(k * p.bounds[C] + c)] = w[static_cast<size_t>(c * p.bounds[K] + k)];
+  reference_conv(p, conv_w.data(), in.data(), ref.data());
   double err = 0, scale = 0;
   for (size_t i = 0; i < out.size(); ++i) {
     err = std::max(err, static_cast<double>(std::abs(out[i] - ref[i])));
@@ -88,7 +102,7 @@ void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluat
   std::vector<double> times;
   for (int k = 0; k < 5; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
-    run_conv(p, m, a, w.data(), in.data(), out.data());
+    run();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
@@ -174,7 +188,10 @@ int main(int argc, char** argv) {
   arch_cmd->add_option("-o,--output", out, "write it here (default: print it)")->check(cli::kWritablePath);
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
-  sched->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
+  std::string gemm;
+  auto* problem_opt = sched->add_option("--problem", problem, "layer YAML")->check(CLI::ExistingFile);
+  sched->add_option("--gemm", gemm, "a GEMM instead of a layer: m x n x k, e.g. 64x640x256 (C[m][n] = A[m][k] B[k][n])")
+      ->excludes(problem_opt);
   sched->add_option("--weights,--objective", weights,
                     "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
   sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")
@@ -229,10 +246,13 @@ int main(int argc, char** argv) {
       else std::fputs(yaml.c_str(), stdout);
       return 0;
     }
+    // The layer's flags before the architecture's file, so that each error names its own flag.
+    SYLVA_CHECK(!*sched || !problem.empty() || !gemm.empty(), "[sylva-cosa] schedule needs --problem FILE or --gemm MxNxK");
+    const Problem gemm_problem = gemm.empty() ? Problem{} : parse_gemm(gemm);
     const Arch a = arch == "cpu" ? this_cpu_arch() : read_arch(arch);
     const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
     if (*sched) {
-      const Problem p = layer(problem, pad);
+      const Problem p = gemm.empty() ? layer(problem, pad) : gemm_problem;
       const Result r = schedule(p, a, ms, parse_weights(weights));
       std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f\n", r.variables, r.constraints, r.objective);
       print(p.name.c_str(), r.evaluation, r.solve_seconds);

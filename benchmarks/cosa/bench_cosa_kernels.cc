@@ -7,13 +7,16 @@
 // the first --correlate layers, the Spearman rank correlation between the
 // model's predicted cycles and the measured time of random valid mappings.
 // The searches rank mappings on the analytical model, as CoSA's paper ran
-// them; only the chosen mapping is timed.
+// them; only the chosen mapping is timed. With --gemm the workloads are
+// GEMMs (cosa::gemm_problem, run by cosa::run_gemm) against oneDNN's
+// sgemm, the kernel behind Sylva's float32 matmul.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <dnnl.h>
 #include <dnnl.hpp>
 #include <random>
 #include <string>
@@ -57,21 +60,36 @@ Timing time_it(F&& body, int reps, double long_s = 0.5) {
   return {t[t.size() / 2], t.front(), t.back()};
 }
 
+// A convolution's weights, inputs and outputs in run_conv's layouts, or a
+// GEMM's B (w), A (in) and C (out), row-major.
 struct LayerData {
+  bool gemm = false;
   std::vector<float> w, in, out, ref;
 };
 
-LayerData layer_data(const Problem& p) {
+LayerData layer_data(const Problem& p, bool gemm) {
   std::mt19937_64 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
   LayerData d;
+  d.gemm = gemm;
   d.w.resize(static_cast<size_t>(weight_size(p)));
   d.in.resize(static_cast<size_t>(input_size(p)));
   d.out.resize(static_cast<size_t>(output_size(p)));
   for (float& x : d.w) x = u(rng);
   for (float& x : d.in) x = u(rng);
   d.ref.resize(d.out.size());
-  reference_conv(p, d.w.data(), d.in.data(), d.ref.data());
+  if (!gemm) {
+    reference_conv(p, d.w.data(), d.in.data(), d.ref.data());
+    return d;
+  }
+  const int64_t m = p.bounds[N], n = p.bounds[K], k = p.bounds[C];
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t l = 0; l < k; ++l)
+        acc += static_cast<double>(d.in[static_cast<size_t>(i * k + l)]) * d.w[static_cast<size_t>(l * n + j)];
+      d.ref[static_cast<size_t>(i * n + j)] = static_cast<float>(acc);
+    }
   return d;
 }
 
@@ -84,10 +102,18 @@ double max_rel_error(const std::vector<float>& got, const std::vector<float>& wa
   return scale > 0 ? err / scale : err;
 }
 
-// Times run_conv on mapping m and checks it against the reference (a wrong kernel is an error, not a number).
+// Times run_conv (run_gemm) on mapping m and checks it against the
+// reference (a wrong kernel is an error, not a number).
 Timing time_mapping(const Problem& p, const Mapping& m, const Arch& a, LayerData& d, int reps, int threads,
                     double long_s = 0.5) {
-  const Timing t = time_it([&] { run_conv(p, m, a, d.w.data(), d.in.data(), d.out.data(), threads); }, reps, long_s);
+  const Timing t = time_it(
+      [&] {
+        if (d.gemm)
+          run_gemm(p, m, a, d.in.data(), d.w.data(), d.out.data(), threads);
+        else
+          run_conv(p, m, a, d.w.data(), d.in.data(), d.out.data(), threads);
+      },
+      reps, long_s);
   const double err = max_rel_error(d.out, d.ref);
   SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": run_conv is off the reference by ", err);
   return t;
@@ -129,6 +155,33 @@ Timing time_onednn(const Problem& p, LayerData& d, int reps, bool blocked) {
   const double err = max_rel_error(d.out, d.ref);
   SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": oneDNN is off the reference by ", err);
   return t;
+}
+
+// The GEMM through oneDNN's sgemm (row-major, as the CPU backend calls it;
+// it runs on OMP_NUM_THREADS threads).
+Timing time_sgemm(const Problem& p, LayerData& d, int reps) {
+  const int64_t m = p.bounds[N], n = p.bounds[K], k = p.bounds[C];
+  const Timing t = time_it(
+      [&] {
+        SYLVA_CHECK(dnnl_sgemm('N', 'N', m, n, k, 1.0f, d.in.data(), k, d.w.data(), n, 0.0f, d.out.data(), n) ==
+                        dnnl_success,
+                    "[bench_cosa_kernels] ", p.name, ": oneDNN sgemm failed");
+      },
+      reps);
+  const double err = max_rel_error(d.out, d.ref);
+  SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": oneDNN sgemm is off the reference by ", err);
+  return t;
+}
+
+// "64x640x256,1x1000x2048" as GEMM problems.
+std::vector<Problem> parse_gemms(const std::string& text) {
+  std::vector<Problem> out;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    out.push_back(parse_gemm(text.substr(at, end - at)));
+    at = end + 1;
+  }
+  return out;
 }
 
 std::vector<double> ranks(const std::vector<double>& v) {
@@ -189,12 +242,14 @@ struct Geomean {
 
 int main(int argc, char** argv) {
   CLI::App app{"CoSA's mappings as CPU kernels against search and oneDNN"};
-  std::string layers, csv;
+  std::string layers, gemms, csv;
   int reps = 5, threads = 0, correlate_layers = 4, correlate_count = 200, limit = 0;
   std::string budgets_text = "1,10,100";
-  app.add_option("--layers", layers, "Timeloop layer list (e.g. shared/data/cosa/workloads/resnet50/unique_layers.yaml)")
-      ->required()
-      ->check(CLI::ExistingFile);
+  auto* layers_opt =
+      app.add_option("--layers", layers, "Timeloop layer list (e.g. shared/data/cosa/workloads/resnet50/unique_layers.yaml)")
+          ->check(CLI::ExistingFile);
+  app.add_option("--gemm", gemms, "GEMMs instead of layers: m x n x k items, e.g. 64x640x256,1x1000x2048")
+      ->excludes(layers_opt);
   app.add_option("--reps", reps, "timed runs per kernel (median)")->check(CLI::Range(1, 1000));
   app.add_option("--threads", threads, "run_conv's threads (0: the usable cores; oneDNN takes OMP_NUM_THREADS)")->check(CLI::Range(0, 1024));
   app.add_option("--budgets", budgets_text, "search time budgets, in multiples of CoSA's solve time");
@@ -206,6 +261,10 @@ int main(int argc, char** argv) {
   app.add_option("--limit", limit, "only the first N layers (0: all)")->check(CLI::Range(0, 100000));
   app.add_option("--csv", csv, "write the table as CSV");
   CLI11_PARSE(app, argc, argv);
+  if (layers.empty() && gemms.empty()) {
+    std::fprintf(stderr, "error: give --layers FILE or --gemm MxNxK,...\n");
+    return 2;
+  }
   try {
     std::vector<double> budgets;
     for (size_t at = 0; at < budgets_text.size();) {
@@ -218,8 +277,9 @@ int main(int argc, char** argv) {
     const int t = threads > 0 ? threads : usable_cpu_cores();
     const Arch a = this_cpu_arch();
     const Mapspace ms = cpu_mapspace(a);
-    std::printf("# %s, %d threads, float32, batch as in the layer files; times: median of %d runs, ms\n",
-                a.name.c_str(), t, reps);
+    const bool gemm = !gemms.empty();
+    std::printf("# %s, %d threads, float32, %s; times: median of %d runs, ms\n", a.name.c_str(), t,
+                gemm ? "GEMMs against oneDNN's sgemm (dnnl_nchw: -)" : "batch as in the layer files", reps);
     std::printf("%-20s %9s %8s %9s %7s %9s", "layer", "MMACs", "solve_s", "CoSA_ms", "GFLOP/s", "random5");
     for (double b : budgets) std::printf(" %9s", ("rand" + detail::concat(b) + "x").c_str());
     std::printf(" %9s %9s %9s %9s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(), "oneDNN",
@@ -230,19 +290,22 @@ int main(int argc, char** argv) {
     std::vector<Geomean> vs_search(budgets.size() + 2);  // random-5, random at each budget, hybrid: search / CoSA
     Geomean vs_dnnl, vs_dnnl_nchw;
     double solve_max = 0, solve_sum = 0;
-    const std::vector<std::string> files = read_layer_list(layers);
+    std::vector<Problem> problems;
+    if (gemm)
+      problems = parse_gemms(gemms);
+    else
+      for (const std::string& file : read_layer_list(layers)) problems.push_back(read_problem(file));
     std::vector<std::pair<int64_t, std::string>> by_macs;
-    for (const std::string& file : files) by_macs.emplace_back(read_problem(file).macs(), file);
+    for (const Problem& p : problems) by_macs.emplace_back(p.macs(), p.name);
     std::sort(by_macs.begin(), by_macs.end());
     std::vector<std::string> correlated;
     for (size_t i = 0; i < by_macs.size() && static_cast<int>(i) < correlate_layers; ++i)
       correlated.push_back(by_macs[i].second);
     int done = 0;
     const double ghz = nominal_ghz();  // the model's cycles as time
-    for (const std::string& file : files) {
+    for (const Problem& p : problems) {
       if (limit > 0 && done >= limit) break;
-      const Problem p = read_problem(file);
-      LayerData d = layer_data(p);
+      LayerData d = layer_data(p, gemm);
       const Result r = schedule(p, a, ms);
       solve_max = std::max(solve_max, r.solve_seconds);
       solve_sum += r.solve_seconds;
@@ -254,9 +317,9 @@ int main(int argc, char** argv) {
       run_search(random_search(p, a, ms, {.valid = 5, .seed = 1}));
       for (double b : budgets) run_search(random_search(p, a, ms, {.seconds = b * r.solve_seconds, .seed = 2}));
       run_search(hybrid_search(p, a, ms, {.threads = t, .seconds = budgets.back() * r.solve_seconds, .seed = 3}));
-      const double dnnl_ms = time_onednn(p, d, reps, true).median * 1e3;
-      const double nchw_ms = time_onednn(p, d, reps, false).median * 1e3;
-      const bool correlate_this = std::find(correlated.begin(), correlated.end(), file) != correlated.end();
+      const double dnnl_ms = (gemm ? time_sgemm(p, d, reps) : time_onednn(p, d, reps, true)).median * 1e3;
+      const double nchw_ms = gemm ? NAN : time_onednn(p, d, reps, false).median * 1e3;
+      const bool correlate_this = std::find(correlated.begin(), correlated.end(), p.name) != correlated.end();
       const double rho = correlate_this ? correlate(p, a, ms, d, correlate_count, t) : NAN;
       const double model_ms = static_cast<double>(r.evaluation.cycles) / ghz * 1e-6;
       std::printf("%-20s %9.1f %8.3f %9.3f %7.1f", p.name.c_str(), static_cast<double>(p.macs()) * 1e-6,
@@ -279,8 +342,11 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < budgets.size(); ++i)
       std::printf(", random at %gx %.2f (%d found)", budgets[i], vs_search[i + 1].value(), vs_search[i + 1].n);
     std::printf(", hybrid at %gx %.2f\n", budgets.back(), vs_search.back().value());
-    std::printf("geomean of CoSA time / oneDNN time (> 1: oneDNN is faster): blocked layouts %.2f, plain %.2f\n",
-                vs_dnnl.value(), vs_dnnl_nchw.value());
+    if (gemm)
+      std::printf("geomean of CoSA time / oneDNN sgemm time (> 1: oneDNN is faster): %.2f\n", vs_dnnl.value());
+    else
+      std::printf("geomean of CoSA time / oneDNN time (> 1: oneDNN is faster): blocked layouts %.2f, plain %.2f\n",
+                  vs_dnnl.value(), vs_dnnl_nchw.value());
     std::printf("CoSA solve time per layer: mean %.3f s, max %.3f s\n", solve_sum / std::max(done, 1), solve_max);
     if (!csv.empty()) write_file_atomically(csv, out_csv);
   } catch (const std::exception& e) {

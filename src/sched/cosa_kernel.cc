@@ -1,6 +1,7 @@
 #include "sylva/sched/cosa_kernel.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -188,8 +189,10 @@ void pack_channels_last(FastConv& f, const Problem& p, const float* w, const flo
   f.out = f.staged_out.data();
 }
 
+// `channels_last`: w, in and out are already [C][R][S][K], [N][W][H][C]
+// and [N][P][Q][K] (out zeroed) -- a GEMM's B, A and C -- and are used in place.
 FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float* w, const float* in, float* out,
-                   int64_t wi, int64_t hi, int threads) {
+                   int64_t wi, int64_t hi, int threads, bool channels_last = false) {
   const auto& B = p.bounds;
   const auto& e = nest.tile;
   FastConv f;
@@ -208,7 +211,7 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
   f.vstep = along_k ? B[R] * B[S] * B[K] : wi * hi;  // one step of C
   f.sstep = along_k ? 1 : B[R] * B[S];
   if (along_k) {
-    pack_channels_last(f, p, w, in, threads);
+    if (!channels_last) pack_channels_last(f, p, w, in, threads);
     add_vector_items(f, e[K], 0, 0, 1, 1);
     for (int64_t n = 0; n < e[N]; ++n)
       for (int64_t x = 0; x < e[P]; ++x)
@@ -359,6 +362,53 @@ void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weight
   run_tiles(Conv<T>{p, weights, inputs, outputs, e[0], e[1]}, nest, all);
 }
 
+Problem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& name) {
+  SYLVA_CHECK(m >= 1 && n >= 1 && k >= 1, "[cosa] GEMM '", name, "': bounds m = ", m, ", n = ", n, ", k = ", k,
+              " must each be at least 1");
+  Problem p;
+  p.name = name;
+  p.bounds = {1, 1, 1, 1, 1, 1, 1};
+  p.bounds[N] = m;
+  p.bounds[K] = n;
+  p.bounds[C] = k;
+  return p;
+}
+
+Problem parse_gemm(const std::string& text) {
+  long long m = 0, n = 0, k = 0;
+  char tail = 0;
+  SYLVA_CHECK(std::sscanf(text.c_str(), "%lldx%lldx%lld%c", &m, &n, &k, &tail) == 3,
+              "[cosa] a GEMM is m x n x k, like 64x640x256; got '", text, "'");
+  return gemm_problem(m, n, k, "gemm_" + text);
+}
+
+bool is_gemm(const Problem& p) {
+  const auto& b = p.bounds;
+  return b[P] == 1 && b[Q] == 1 && b[R] == 1 && b[S] == 1;
+}
+
+template <class T>
+void run_gemm(const Problem& p, const Mapping& m, const Arch& a, const T* lhs, const T* rhs, T* out, int threads) {
+  SYLVA_CHECK(is_gemm(p), "[cosa] run_gemm: problem '", p.name, "' is not a GEMM (P, Q, R, S = ", p.bounds[P], ", ",
+              p.bounds[Q], ", ", p.bounds[R], ", ", p.bounds[S], "; gemm_problem makes them 1)");
+  const auto& b = p.bounds;
+  if constexpr (std::is_same_v<T, float>) {
+    check_mapping(m, p, a);
+    const Nest folded = fold_l1(nest_of(m));
+    bool along_k = false;
+    if (fast_along_k(p, m, folded, along_k) && along_k) {  // Q = 1: along K whenever the fast path runs
+      const int all = threads > 0 ? threads : usable_cpu_cores();
+      std::fill(out, out + b[N] * b[K], 0.0f);
+      run_tiles(fast_conv(p, folded, true, rhs, lhs, out, 1, 1, all, true), folded, all);
+      return;
+    }
+  }
+  std::vector<T> bt(static_cast<size_t>(b[K] * b[C]));  // B [k][n] as the weights [K][C]
+  for (int64_t c = 0; c < b[C]; ++c)
+    for (int64_t k = 0; k < b[K]; ++k) bt[static_cast<size_t>(k * b[C] + c)] = rhs[c * b[K] + k];
+  run_conv(p, m, a, bt.data(), lhs, out, threads);
+}
+
 // Written on its own (not through Conv::tile) so that it checks the tiled walk.
 template <class T>
 void reference_conv(const Problem& p, const T* weights, const T* inputs, T* outputs) {
@@ -381,6 +431,9 @@ void reference_conv(const Problem& p, const T* weights, const T* inputs, T* outp
 
 template void run_conv<float>(const Problem&, const Mapping&, const Arch&, const float*, const float*, float*, int);
 template void run_conv<double>(const Problem&, const Mapping&, const Arch&, const double*, const double*, double*,
+                               int);
+template void run_gemm<float>(const Problem&, const Mapping&, const Arch&, const float*, const float*, float*, int);
+template void run_gemm<double>(const Problem&, const Mapping&, const Arch&, const double*, const double*, double*,
                                int);
 template void reference_conv<float>(const Problem&, const float*, const float*, float*);
 template void reference_conv<double>(const Problem&, const double*, const double*, double*);

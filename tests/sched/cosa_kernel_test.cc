@@ -2,6 +2,7 @@
 // architecture, in float64 and float32, against the plain convolution.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -130,6 +131,74 @@ TEST(CosaKernel, RefusesAMappingThatDoesNotCoverTheLayer) {
       out(static_cast<size_t>(output_size(p)));
   EXPECT_CONTAINS(error_of([&] { run_conv(p, m, a, w.data(), in.data(), out.data()); }),
                   "mapping of 'test': the factors of R");
+}
+
+// C = A·B written out plainly, on its own (not through reference_conv).
+template <class T>
+std::vector<T> plain_product(const std::vector<T>& A, const std::vector<T>& B, int64_t m, int64_t n, int64_t k) {
+  std::vector<T> C(static_cast<size_t>(m * n), T(0));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t l = 0; l < k; ++l) acc += A[static_cast<size_t>(i * k + l)] * B[static_cast<size_t>(l * n + j)];
+      C[static_cast<size_t>(i * n + j)] = acc;
+    }
+  return C;
+}
+
+template <class T>
+double gemm_error(const Problem& p, const Mapping& m, const Arch& a, int threads) {
+  const int64_t rows = p.bounds[N], cols = p.bounds[K], inner = p.bounds[C];
+  const std::vector<T> A = random_values<T>(rows * inner, 3), B = random_values<T>(inner * cols, 4);
+  std::vector<T> got(static_cast<size_t>(rows * cols), T(7));
+  run_gemm(p, m, a, A.data(), B.data(), got.data(), threads);
+  const std::vector<T> want = plain_product(A, B, rows, cols, inner);
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return err / scale;
+}
+
+// GEMMs of odd sizes (masked lanes, a single row, a single column): CoSA's
+// mapping and random valid mappings in the CPU mapspace and with every
+// dimension allowed anywhere, float32 (the micro-kernel in place on A, B
+// and C) and float64 (B transposed, the plain loop nest).
+TEST(CosaKernel, RunsGemmsAgainstThePlainProduct) {
+  const Arch a = two_core_cpu();
+  std::mt19937_64 rng(13);
+  for (const auto& [m, n, k] : std::vector<std::array<int64_t, 3>>{{1, 17, 9}, {33, 40, 12}, {64, 100, 70}, {5, 1, 8}}) {
+    const Problem p = gemm_problem(m, n, k);
+    ASSERT_TRUE(is_gemm(p));
+    EXPECT_EQ(p.macs(), m * n * k);
+    const Result r = schedule(p, a, cpu_mapspace(a));
+    EXPECT_LT(gemm_error<float>(p, r.mapping, a, 2), 1e-5) << mapping_yaml(r.mapping);
+    EXPECT_LT(gemm_error<double>(p, r.mapping, a, 2), 1e-13) << mapping_yaml(r.mapping);
+    for (const Mapspace& ms : {cpu_mapspace(a), keep_everything(a)})
+      for (int tried = 0; tried < 8;) {
+        const Mapping rm = random_mapping(p, a, ms, rng);
+        if (!fits_fanout(rm, a) || !evaluate(rm, p, a).valid) continue;
+        ++tried;
+        EXPECT_LT(gemm_error<float>(p, rm, a, 1 + tried % 2), 1e-5) << mapping_yaml(rm);
+        EXPECT_LT(gemm_error<double>(p, rm, a, 1 + tried % 2), 1e-13) << mapping_yaml(rm);
+      }
+  }
+}
+
+TEST(CosaKernel, GemmRefusesBadBoundsAndConvolutionProblems) {
+  EXPECT_CONTAINS(error_of([] { gemm_problem(4, 0, 3, "fc"); }), "GEMM 'fc': bounds m = 4, n = 0, k = 3");
+  const Problem parsed = parse_gemm("3x4x5");
+  EXPECT_EQ(parsed.name, "gemm_3x4x5");
+  EXPECT_EQ(parsed.bounds, gemm_problem(3, 4, 5).bounds);
+  for (const char* bad : {"64x640", "3x4x5x6", "3x4x5 ", "axbxc", ""})
+    EXPECT_CONTAINS(error_of([&] { parse_gemm(bad); }), "a GEMM is m x n x k") << bad;
+  const Arch a = two_core_cpu();
+  const Problem conv = layer({3, 3, 4, 4, 4, 4, 1});
+  const Result r = schedule(conv, a, keep_everything(a));
+  std::vector<float> buf(1024);
+  EXPECT_CONTAINS(error_of([&] { run_gemm(conv, r.mapping, a, buf.data(), buf.data(), buf.data()); }),
+                  "problem 'test' is not a GEMM");
 }
 
 }  // namespace

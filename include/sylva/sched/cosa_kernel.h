@@ -34,6 +34,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "sylva/sched/cosa_spec.h"
 
@@ -52,6 +53,26 @@ std::array<int64_t, 2> input_extents(const Problem& p);
 template <class T>
 void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
               int threads = 0);
+
+/// A GEMM as the CNN-layer problem run_conv realises: C[m][n] = sum over
+/// k of A[m][k]·B[k][n] is N = m (rows), K = n (columns), C = k (the
+/// reduction), P = Q = R = S = 1. Its loops, mappings and model are the
+/// convolution's. sylva::Error for a bound below 1.
+Problem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& name = "gemm");
+/// "64x640x256" (m x n x k) as gemm_problem(64, 640, 256, "gemm_64x640x256");
+/// sylva::Error quoting the text otherwise.
+Problem parse_gemm(const std::string& text);
+/// Whether `p` is such a problem (P = Q = R = S = 1).
+bool is_gemm(const Problem& p);
+
+/// C = A·B, all row-major (A [m][k], B [k][n], C [m][n]), as mapping `m`
+/// of `a` lays out the loops of gemm_problem(m, n, k). The float32 fast
+/// path reads A and B where they are (B is already the channels-last
+/// weights [C][K], A the channels-last inputs [N][C]) and writes C
+/// directly; elsewhere B is transposed into run_conv's [K][C] weights.
+/// sylva::Error if `p` is not a GEMM problem or the mapping is invalid.
+template <class T>
+void run_gemm(const Problem& p, const Mapping& m, const Arch& a, const T* A, const T* B, T* C, int threads = 0);
 
 /// The plain seven-loop convolution, for checking run_conv.
 template <class T>

@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
                  "profile on the CPU: onednn, cosa (every convolution on its CoSA-scheduled kernel) or auto (per "
                  "layer the faster of the two, measured on its first call)")
       ->capture_default_str();
+  std::string kernels_cache;
+  app.add_option("--kernels-cache", kernels_cache,
+                 "auto: keep the measured per-layer choices in this file and reuse them on later runs "
+                 "(SYLVA_COSA_CACHE; default: measure every run)");
   app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
   app.add_option("--profile-repeats", profile_repeats, "profile: timed runs per stage during the search (after a warm-up)")
       ->capture_default_str();
@@ -230,6 +234,8 @@ int main(int argc, char** argv) {
                 "[bench_ios] --kernels is onednn, cosa or auto, got '", kernels, "'");
     SYLVA_CHECK(kernels == "onednn" || (profile && device == "cpu"),
                 "[bench_ios] --kernels ", kernels, " needs --cost profile on --device cpu");
+    SYLVA_CHECK(kernels_cache.empty() || kernels == "auto", "[bench_ios] --kernels-cache needs --kernels auto");
+    if (!kernels_cache.empty()) setenv("SYLVA_COSA_CACHE", kernels_cache.c_str(), 1);  // what Impl::cosa_pick reads
     const cnn::Impl impl = device == "cuda"       ? cnn::Impl::cudnn
                            : kernels == "cosa"    ? cnn::Impl::cosa
                            : kernels == "auto"    ? cnn::Impl::cosa_pick

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "support/cosa_fixture.h"
@@ -132,6 +133,74 @@ TEST(CnnCosa, ALayerKeyWithAnotherInputSizeIsAnError) {
   const ConvSpec c = spec_of(t, "L");
   EXPECT_CONTAINS(test::error_of([&] { k.conv(c, x.data(), {2, 3, 8, 8}, w.data(), b.data(), y.data()); }),
                   "conv 'L' was planned for input [1, 3, 8, 8], called with [2, 3, 8, 8]");
+}
+
+std::vector<std::string> data_lines(const std::string& path) {
+  std::vector<std::string> out;
+  const std::string text = read_file(path);
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    if (text[at] != '#') out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// The pick cache: a first run measures and writes it; a second run with
+// the choices flipped in the file obeys the file without measuring (both
+// kernels still give the reference's numbers); another machine's line
+// survives rewrites; malformed files name the file and line.
+TEST(CnnCosa, PickCacheKeepsTheMeasuredChoiceAcrossRuns) {
+  test::TempDir dir;
+  const std::string cache = (dir.path / "pick.tsv").string();
+  const cosa::Arch arch = cosa::cpu_arch(test::two_core_facts());
+  std::vector<ConvDecision> first;
+  {
+    CosaCnnKernels k(CosaCnnKernels::Mode::pick, arch, cache);
+    EXPECT_LE(worst_error(k, cases()[0], "c0", 1), 1e-5);
+    EXPECT_LE(worst_error(k, cases()[3], "c3", 2), 1e-5);
+    first = k.decisions();
+  }
+  ASSERT_EQ(first.size(), 2u);
+  for (const ConvDecision& d : first) EXPECT_EQ(d.reason, "measured") << d.line();
+  std::vector<std::string> lines = data_lines(cache);
+  ASSERT_EQ(lines.size(), 2u);
+  std::string flipped = "# flipped by the test\nother-machine\tc0\t1x3x8x8\tcosa\t1\t2\n";
+  for (std::string line : lines) {
+    const size_t at = line.find("\tcosa\t") != std::string::npos ? line.find("\tcosa\t") : line.find("\tonednn\t");
+    ASSERT_NE(at, std::string::npos) << line;
+    line.replace(at, line.find('\t', at + 1) - at, line.compare(at, 6, "\tcosa\t") == 0 ? "\tonednn" : "\tcosa");
+    flipped += line + '\n';
+  }
+  write_file_atomically(cache, flipped);
+  {
+    CosaCnnKernels k(CosaCnnKernels::Mode::pick, arch, cache);
+    EXPECT_LE(worst_error(k, cases()[0], "c0", 3), 1e-5);
+    EXPECT_LE(worst_error(k, cases()[3], "c3", 4), 1e-5);
+    const std::vector<ConvDecision> again = k.decisions();
+    ASSERT_EQ(again.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(again[i].reason, "cached") << again[i].line();
+      EXPECT_EQ(again[i].cosa, !first[i].cosa) << again[i].line();
+      EXPECT_NEAR(again[i].cosa_ms, first[i].cosa_ms, 1e-5 * first[i].cosa_ms);
+      EXPECT_NEAR(again[i].onednn_ms, first[i].onednn_ms, 1e-5 * first[i].onednn_ms);
+    }
+    EXPECT_EQ(data_lines(cache).size(), 3u);  // nothing measured, nothing written
+    EXPECT_LE(worst_error(k, cases()[1], "c1", 5), 1e-5);  // a new layer is measured and added
+    EXPECT_EQ(k.decisions().back().reason, "measured");
+  }
+  lines = data_lines(cache);
+  EXPECT_EQ(lines.size(), 4u);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "other-machine\tc0\t1x3x8x8\tcosa\t1\t2"), lines.end());
+
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"# ok\na\tb\n", "line 2: 2 tab-separated fields, wanted 6"},
+           {"m\tk\ts\tmaybe\t1\t2\n", "line 1: the choice is cosa or onednn, got 'maybe'"},
+           {"m\tk\ts\tcosa\tfast\t2\n", "line 1: a time in ms is a finite number >= 0, got 'fast'"}}) {
+    const std::string bad = dir.file("bad.tsv", text);
+    EXPECT_CONTAINS(test::error_of([&] { CosaCnnKernels k(CosaCnnKernels::Mode::pick, arch, bad); }),
+                    "pick cache " + bad + " " + why);
+  }
 }
 
 // Whole graphs: Impl::cosa on a graph without grouped convolutions (the

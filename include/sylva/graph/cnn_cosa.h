@@ -12,6 +12,15 @@
 // per layer key, falling back to oneDNN, with a one-line reason, where the
 // CoSA kernel cannot run. decisions() says what each layer got and why.
 //
+// The measured choices persist in a cache file when one is given (the
+// constructor's `cache`, or SYLVA_COSA_CACHE for the Mode-only constructor
+// that Impl::cosa_pick uses): one line per layer, keyed by this machine's
+// architecture and core count, the layer's key and its shape. A layer
+// found there is not timed again (its decision says "cached"); a new
+// measurement rewrites the file atomically, keeping the other machines'
+// and layers' lines. A malformed file is a sylva::Error naming it and the
+// line; a missing one is an empty cache.
+//
 // @code
 // cnn::CnnRunner r(g, 1, 7, cnn::Impl::cosa_pick);     // or through the Impl
 // auto k = std::make_unique<cnn::CosaCnnKernels>(cnn::CosaCnnKernels::Mode::pick);
@@ -34,7 +43,7 @@ struct ConvDecision {
   bool cosa = false;         // the CoSA kernel (else oneDNN)
   double solve_seconds = 0;  // CoSA's MIP; 0 where it did not run
   double cosa_ms = 0, onednn_ms = 0;  // measured on the first call in `pick` mode (0: not measured)
-  std::string reason;        // why, in a few words
+  std::string reason;        // why, in a few words ("measured", "cached", "scheduled", "fell back: ...")
   /// "conv <key>: cosa (1.20 ms vs onednn 1.50 ms)" and the like.
   std::string line() const;
 };
@@ -48,10 +57,12 @@ cosa::Problem conv_problem(const ConvSpec& c, Nchw in);
 class CosaCnnKernels final : public CnnKernels {
  public:
   enum class Mode : uint8_t { cosa, pick };
-  /// On this CPU's architecture (cosa::this_cpu_arch()).
+  /// On this CPU's architecture (cosa::this_cpu_arch()), with the cache
+  /// file SYLVA_COSA_CACHE names (none if unset or empty).
   explicit CosaCnnKernels(Mode mode);
-  /// On `arch` (Registers, the caches and DRAM, as cosa::cpu_arch makes).
-  CosaCnnKernels(Mode mode, const cosa::Arch& arch);
+  /// On `arch` (Registers, the caches and DRAM, as cosa::cpu_arch makes);
+  /// `cache`: the pick cache's file ("" for none; `pick` mode only).
+  CosaCnnKernels(Mode mode, const cosa::Arch& arch, const std::string& cache = "");
   ~CosaCnnKernels() override;
 
   Backend& backend() override;

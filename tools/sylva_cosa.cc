@@ -241,7 +241,9 @@ int main(int argc, char** argv) {
   if (const int rc = cli::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     if (*arch_cmd) {
-      const std::string yaml = arch_yaml(this_cpu_arch());
+      std::string from;
+      const Arch cpu = this_cpu_arch(&from);
+      const std::string yaml = "# " + cpu.name + ", from " + from + "\n" + arch_yaml(cpu);
       if (!out.empty()) write_file_atomically(out, yaml);
       else std::fputs(yaml.c_str(), stdout);
       return 0;

@@ -9,8 +9,12 @@
 #include <tuple>
 #include <utility>
 
+#include <unistd.h>
+
 #include "sylva/core/device.h"
 #include "sylva/core/error.h"
+#include "sylva/core/log.h"
+#include "sylva/sched/cpu_fallback_arch.h"
 
 namespace sylva::cosa {
 namespace fs = std::filesystem;
@@ -140,7 +144,60 @@ Arch cpu_arch(const CpuFacts& f, const std::string& name) {
   return a;
 }
 
-Arch this_cpu_arch() { return cpu_arch(read_cpu_facts()); }
+CpuFacts sysconf_cpu_facts(int cores) {
+  CpuFacts f;
+  f.cores = cores > 0 ? cores : usable_cpu_cores();
+  std::tie(f.simd_lanes, f.vector_registers) = simd_of_this_build();
+  const struct {
+    int level, size, line;
+  } names[] = {{1, _SC_LEVEL1_DCACHE_SIZE, _SC_LEVEL1_DCACHE_LINESIZE},
+               {2, _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL2_CACHE_LINESIZE},
+               {3, _SC_LEVEL3_CACHE_SIZE, _SC_LEVEL3_CACHE_LINESIZE}};
+  for (const auto& n : names) {
+    const long bytes = sysconf(n.size), line = sysconf(n.line);
+    if (bytes <= 0) break;  // a level it does not know ends the hierarchy
+    f.caches.push_back({n.level, bytes, n.level == 3 ? f.cores : 1, line > 0 ? line : 64});
+  }
+  SYLVA_CHECK(!f.caches.empty(), "[cosa] sysconf reports no L1 data cache size");
+  return f;
+}
+
+Arch find_cpu_arch(const CpuArchSources& sources, std::string* source) {
+  std::string why;
+  try {
+    Arch a = cpu_arch(read_cpu_facts(sources.sysfs_cpu));
+    if (source) *source = "sysfs (" + sources.sysfs_cpu + ")";
+    return a;
+  } catch (const Error& e) {
+    why = std::string("sysfs: ") + e.what();
+  }
+  if (sources.sysconf) {
+    try {
+      Arch a = cpu_arch(sysconf_cpu_facts());
+      if (source) *source = "sysconf; " + why;
+      return a;
+    } catch (const Error& e) {
+      why += std::string("; sysconf: ") + e.what();
+    }
+  }
+  if (!sources.fallback_file.empty()) {
+    Arch a = read_arch(sources.fallback_file);
+    if (source) *source = "the fallback file " + sources.fallback_file + "; " + why;
+    return a;
+  }
+  if (source) *source = "the shipped fallback (src/sched/arch/cpu_fallback.yaml); " + why;
+  return parse_arch(kCpuFallbackArch, "cpu_fallback");
+}
+
+Arch this_cpu_arch(std::string* source) {
+  CpuArchSources s;
+  if (const char* f = std::getenv("SYLVA_CPU_ARCH")) s.fallback_file = f;
+  std::string from;
+  Arch a = find_cpu_arch(s, &from);
+  if (from.rfind("sysfs", 0) != 0) log(LogLevel::warning, "[cosa] this CPU's architecture from " + from);
+  if (source) *source = from;
+  return a;
+}
 
 std::string arch_yaml(const Arch& a) {
   std::ostringstream os;

@@ -202,11 +202,11 @@ double pat_access_energy(const Level& l) {
 }
 
 namespace {
-Arch read_arch_unguarded(const std::string& path) {
-  const YAML::Node root = load(path);
+// `path`: where the text came from, for the messages.
+Arch arch_of(const YAML::Node& root, const std::string& path, const std::string& name) {
   const YAML::Node a = section(root, "arch", path);
   Arch out;
-  out.name = std::filesystem::path(path).stem().string();
+  out.name = name;
   const YAML::Node arith = section(a, "arithmetic", path);
   out.mac_instances = get<int64_t>(arith, "instances", path + " arithmetic", 0, true);
   out.mac_word_bits = get<int64_t>(arith, "word-bits", path + " arithmetic", 8, false);
@@ -333,7 +333,10 @@ Problem read_problem(const std::string& path) {
   return guarded(path, [&] { return read_problem_unguarded(path); });
 }
 Arch read_arch(const std::string& path) {
-  return guarded(path, [&] { return read_arch_unguarded(path); });
+  return guarded(path, [&] { return arch_of(load(path), path, std::filesystem::path(path).stem().string()); });
+}
+Arch parse_arch(const std::string& yaml, const std::string& name) {
+  return guarded(name, [&] { return arch_of(parse_yaml(yaml, name), name, name); });
 }
 Mapspace read_mapspace(const std::string& path, const Arch& arch) {
   return guarded(path, [&] { return read_mapspace_unguarded(path, arch); });

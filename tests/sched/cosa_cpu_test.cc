@@ -58,6 +58,68 @@ TEST(CosaCpu, ReadsTheDataCachesOfCpu0) {
   EXPECT_GE(f.simd_lanes, 4);
 }
 
+CpuArchSources sources(const std::string& sysfs, bool sysconf = true, const std::string& file = "") {
+  CpuArchSources s;
+  s.sysfs_cpu = sysfs;
+  s.sysconf = sysconf;
+  s.fallback_file = file;
+  return s;
+}
+
+// find_cpu_arch's order: sysfs, sysconf, the fallback file, the shipped
+// architecture; each later source says why the earlier ones failed, and a
+// bad fallback file is an error rather than a reason to go on.
+TEST(CosaCpu, FindsTheArchitectureThroughItsFallbacks) {
+  FakeSysfs sys("find");
+  sys.zen_like();
+  std::string from;
+  EXPECT_EQ(find_cpu_arch(sources(sys.root.string()), &from).levels[1].entries, 12288);
+  EXPECT_EQ(from, "sysfs (" + sys.root.string() + ")");
+
+  const std::string none = (sys.root / "none").string();
+  const Arch shipped = find_cpu_arch(sources(none, false), &from);
+  EXPECT_CONTAINS(from, "the shipped fallback (src/sched/arch/cpu_fallback.yaml); sysfs: [cosa] no cache description at " + none);
+  EXPECT_EQ(shipped.name, "cpu_fallback");
+  std::vector<std::string> names;
+  for (const Level& l : shipped.levels) names.push_back(l.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"Registers", "L1", "L2", "L3", "DRAM"}));
+  Problem p;
+  p.name = "resnet_like";
+  p.bounds = {3, 3, 14, 14, 64, 64, 1};  // R S P Q C K N
+  const Result r = schedule(p, shipped, cpu_mapspace(shipped));
+  EXPECT_TRUE(r.evaluation.valid) << r.evaluation.why;
+
+  const Arch two = cpu_arch(test::two_core_facts(), "two");
+  fs::create_directories(sys.root);
+  const std::string file = (sys.root / "two.yaml").string();
+  write_file_atomically(file, arch_yaml(two));
+  const Arch read = find_cpu_arch(sources(none, false, file), &from);
+  EXPECT_CONTAINS(from, "the fallback file " + file + "; sysfs: ");
+  EXPECT_EQ(arch_yaml(read), arch_yaml(two));
+
+  write_file_atomically(file, "arch: [1, 2]\n");
+  EXPECT_CONTAINS(error_of([&] { find_cpu_arch(sources(none, false, file)); }),
+                  file);
+}
+
+// glibc's sysconf against sysfs on this machine, where both describe the caches.
+TEST(CosaCpu, SysconfAgreesWithSysfsHere) {
+  CpuFacts fs_facts, sc_facts;
+  try {
+    fs_facts = read_cpu_facts();
+    sc_facts = sysconf_cpu_facts();
+  } catch (const Error& e) {
+    GTEST_SKIP() << "this machine lacks one of the two descriptions: " << e.what();
+  }
+  ASSERT_FALSE(sc_facts.caches.empty());
+  EXPECT_EQ(sc_facts.caches[0].level, 1);
+  EXPECT_EQ(sc_facts.caches[0].bytes, fs_facts.caches[0].bytes);
+  EXPECT_EQ(sc_facts.caches[0].line_bytes, fs_facts.caches[0].line_bytes);
+  std::string from;
+  EXPECT_EQ(find_cpu_arch(sources("/nonexistent"), &from).levels[1].entries, sc_facts.caches[0].bytes / 4);
+  EXPECT_CONTAINS(from, "sysconf; sysfs: ");
+}
+
 TEST(CosaCpu, LevelsInstancesAndFanouts) {
   CpuFacts f;
   f.cores = 8;

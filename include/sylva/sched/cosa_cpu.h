@@ -52,8 +52,28 @@ CpuFacts read_cpu_facts(const std::string& sysfs_cpu = "/sys/devices/system/cpu"
 /// below), "DRAM"; float32 words; MAC instances = cores x lanes. A cache
 /// that is larger than the one above it is required (sylva::Error).
 Arch cpu_arch(const CpuFacts& facts, const std::string& name = "cpu");
-/// cpu_arch(read_cpu_facts()).
-Arch this_cpu_arch();
+/// The caches as glibc's sysconf reports them (_SC_LEVEL1_DCACHE_SIZE,
+/// _SC_LEVEL2_CACHE_SIZE, _SC_LEVEL3_CACHE_SIZE and their line sizes; from
+/// CPUID on x86): L1 and L2 private to a core, L3 shared by all `cores`.
+/// sylva::Error when it reports no L1 data cache.
+CpuFacts sysconf_cpu_facts(int cores = 0);
+
+/// Where find_cpu_arch looks, in this order.
+struct CpuArchSources {
+  std::string sysfs_cpu = "/sys/devices/system/cpu";  // read_cpu_facts
+  bool sysconf = true;                                // sysconf_cpu_facts
+  std::string fallback_file;                          // a Timeloop v1 architecture ("": none)
+};
+
+/// The first source that works: sysfs, sysconf, the fallback file (an
+/// error in that file is an error, not a reason to go on), and last the
+/// architecture shipped in the library (src/sched/arch/cpu_fallback.yaml,
+/// the machine this project measured on). `source`, if given, says which
+/// one and why the earlier ones failed.
+Arch find_cpu_arch(const CpuArchSources& sources, std::string* source = nullptr);
+/// find_cpu_arch with the defaults and SYLVA_CPU_ARCH as the fallback
+/// file; logs a warning when it is not read from sysfs.
+Arch this_cpu_arch(std::string* source = nullptr);
 
 /// The CPU's clock in GHz, for turning the model's cycles into time:
 /// cpufreq's cpuinfo_max_freq, else /proc/cpuinfo's "cpu MHz", else NaN.

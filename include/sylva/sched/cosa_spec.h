@@ -110,6 +110,8 @@ double pat_access_energy(const Level& l);
 
 Problem read_problem(const std::string& path);
 Arch read_arch(const std::string& path);
+/// The same from YAML text; `name` names the architecture and the messages.
+Arch parse_arch(const std::string& yaml, const std::string& name);
 /// The mapspace's keep/bypass constraints for `arch`; levels it does not
 /// name keep every tensor (DRAM).
 Mapspace read_mapspace(const std::string& path, const Arch& arch);

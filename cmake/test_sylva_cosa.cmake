@@ -52,6 +52,8 @@ run(0 "measured: median [0-9.]+ ms over 5 runs.*max error [0-9.e+-]+ of the larg
 run(0 "gemm_8x40x12: valid.*measured: median [0-9.]+ ms over 5 runs.*max error [0-9.e+-]+ of the largest output"
     schedule --arch cpu --gemm 8x40x12 --run)
 run(0 "name: L1" arch)
+run(0 "name: SharedMemory" arch --gpu)
+run(0 "a: valid, [0-9]+ cycles" schedule --arch gpu --problem "${WORK_DIR}/net/a.yaml")
 run(0 "a: valid" evaluate ${common} --problem "${WORK_DIR}/net/a.yaml" --mapping "${WORK_DIR}/map.yaml")
 run(0 "random search: [0-9]+ mappings drawn, 5 valid" search --algo random ${common} --problem "${WORK_DIR}/net/a.yaml")
 run(0 "hybrid search: .*a: valid" search --algo hybrid --seconds 0.2 ${common} --problem "${WORK_DIR}/net/a.yaml")

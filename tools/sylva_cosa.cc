@@ -1,7 +1,7 @@
 // sylva-cosa: CoSA's one-shot MIP schedule of a layer, the analytical model
 // of any mapping, random-search baselines, and a whole network's table.
 //
-//   sylva-cosa arch [-o cpu.yaml]   (this CPU; --arch cpu uses it)
+//   sylva-cosa arch [--gpu] [-o cpu.yaml]   (this CPU, --arch cpu; or the GPU, --arch gpu)
 //   sylva-cosa schedule --arch A --problem P | --gemm MxNxK [--mapspace M] [--objective u,c,t,l] [--pad 7] [--run]
 //                       [-o map.yaml]
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
@@ -26,6 +26,7 @@
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
 #include "sylva/sched/cosa_cpu.h"
+#include "sylva/sched/cosa_gpu.h"
 #include "sylva/sched/cosa_kernel.h"
 #include "sylva/sched/cosa_search.h"
 
@@ -173,19 +174,24 @@ int main(int argc, char** argv) {
   double seconds = 0, hybrid_seconds = 2;
   uint64_t seed = 1;
   const auto common = [&](CLI::App* c) {
-    c->add_option("--arch", arch, "architecture YAML (Timeloop v1), or cpu: this machine's CPU (sylva-cosa arch)")
+    c->add_option("--arch", arch,
+                  "architecture YAML (Timeloop v1), cpu: this machine's CPU (sylva-cosa arch), or gpu: CUDA device 0, "
+                  "else the shipped H200 (sylva-cosa arch --gpu)")
         ->required()->check(CLI::Validator(
             [](std::string& v) {
-              return v == "cpu" || std::filesystem::is_regular_file(v)
+              return v == "cpu" || v == "gpu" || std::filesystem::is_regular_file(v)
                          ? std::string()
-                         : "File does not exist: " + v + " (give a Timeloop v1 arch YAML, or cpu for this machine)";
+                         : "File does not exist: " + v + " (give a Timeloop v1 arch YAML, cpu or gpu)";
             },
             "FILE|cpu"));
     c->add_option("--mapspace", mapspace, "keep/bypass constraints (default: every level keeps every tensor)")
         ->check(CLI::ExistingFile);
   };
-  CLI::App* arch_cmd = app.add_subcommand("arch", "this machine's CPU as a Timeloop v1 architecture (--arch cpu)");
+  CLI::App* arch_cmd = app.add_subcommand("arch", "this machine's CPU (--arch cpu) or GPU (--arch gpu) as a Timeloop v1 "
+                                                  "architecture");
   arch_cmd->add_option("-o,--output", out, "write it here (default: print it)")->check(cli::kWritablePath);
+  bool gpu = false;
+  arch_cmd->add_flag("--gpu", gpu, "the GPU's (CUDA device 0, else the shipped H200) instead of the CPU's");
   CLI::App* sched = app.add_subcommand("schedule", "solve CoSA's MIP for a layer and write the mapping");
   common(sched);
   std::string gemm;
@@ -242,8 +248,8 @@ int main(int argc, char** argv) {
   try {
     if (*arch_cmd) {
       std::string from;
-      const Arch cpu = this_cpu_arch(&from);
-      const std::string yaml = "# " + cpu.name + ", from " + from + "\n" + arch_yaml(cpu);
+      const Arch machine = gpu ? this_gpu_arch(&from) : this_cpu_arch(&from);
+      const std::string yaml = "# " + machine.name + ", from " + from + "\n" + arch_yaml(machine);
       if (!out.empty()) write_file_atomically(out, yaml);
       else std::fputs(yaml.c_str(), stdout);
       return 0;
@@ -251,7 +257,7 @@ int main(int argc, char** argv) {
     // The layer's flags before the architecture's file, so that each error names its own flag.
     SYLVA_CHECK(!*sched || !problem.empty() || !gemm.empty(), "[sylva-cosa] schedule needs --problem FILE or --gemm MxNxK");
     const Problem gemm_problem = gemm.empty() ? Problem{} : parse_gemm(gemm);
-    const Arch a = arch == "cpu" ? this_cpu_arch() : read_arch(arch);
+    const Arch a = arch == "cpu" ? this_cpu_arch() : arch == "gpu" ? this_gpu_arch() : read_arch(arch);
     const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
     if (*sched) {
       const Problem p = gemm.empty() ? layer(problem, pad) : gemm_problem;

@@ -65,6 +65,7 @@ Timing time_it(F&& body, int reps, double long_s = 0.5) {
 struct LayerData {
   bool gemm = false;
   std::vector<float> w, in, out, ref;
+  PackedWeights packed;  // a convolution's weights packed once (empty: packed by every call)
 };
 
 LayerData layer_data(const Problem& p, bool gemm) {
@@ -110,6 +111,8 @@ Timing time_mapping(const Problem& p, const Mapping& m, const Arch& a, LayerData
       [&] {
         if (d.gemm)
           run_gemm(p, m, a, d.in.data(), d.w.data(), d.out.data(), threads);
+        else if (!d.packed.packed.empty())
+          run_conv(p, m, a, d.packed, d.in.data(), d.out.data(), threads);
         else
           run_conv(p, m, a, d.w.data(), d.in.data(), d.out.data(), threads);
       },
@@ -210,23 +213,27 @@ double spearman(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / std::sqrt(sxx * syy);
 }
 
-// Spearman's rho of predicted cycles against measured time over `count`
-// random valid mappings (each the median of 3 runs, or one run if it takes
-// over 50 ms).
-double correlate(const Problem& p, const Arch& a, const Mapspace& ms, LayerData& d, int count, int threads) {
+// Spearman's rho against measured time over `count` random valid mappings
+// (each the median of 3 runs, or one run if it takes over 50 ms): of the
+// model's cycles, and of the larger of those and estimate_kernel's.
+struct Rho {
+  double model = NAN, with_kernel = NAN;
+};
+Rho correlate(const Problem& p, const Arch& a, const Mapspace& ms, LayerData& d, int count, int threads) {
   std::mt19937_64 rng(7);
-  std::vector<double> predicted, measured;
+  std::vector<double> predicted, with_kernel, measured;
   while (static_cast<int>(predicted.size()) < count) {
     const Mapping m = random_mapping(p, a, ms, rng);
     if (!fits_fanout(m, a)) continue;
     const Evaluation e = evaluate(m, p, a);
     if (!e.valid) continue;
     predicted.push_back(static_cast<double>(e.cycles));
+    with_kernel.push_back(std::max(predicted.back(), estimate_kernel(p, m, threads).cycles));
     measured.push_back(time_mapping(p, m, a, d, 3, threads, 0.05).median);
     if (predicted.size() % 50 == 0)
       std::fprintf(stderr, "  %s: %zu of %d random mappings timed\n", p.name.c_str(), predicted.size(), count);
   }
-  return spearman(predicted, measured);
+  return {spearman(predicted, measured), spearman(with_kernel, measured)};
 }
 
 struct Geomean {
@@ -260,6 +267,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(3, 100000));
   app.add_option("--limit", limit, "only the first N layers (0: all)")->check(CLI::Range(0, 100000));
   app.add_option("--csv", csv, "write the table as CSV");
+  bool pack_per_call = false;
+  app.add_flag("--pack-per-call", pack_per_call,
+               "convolutions: pack the weights inside every timed call (default: once per layer, outside the timing, "
+               "as oneDNN's blocked weights are reordered once; the pack_ms column times that once)");
   CLI11_PARSE(app, argc, argv);
   if (layers.empty() && gemms.empty()) {
     std::fprintf(stderr, "error: give --layers FILE or --gemm MxNxK,...\n");
@@ -279,17 +290,23 @@ int main(int argc, char** argv) {
     const Mapspace ms = cpu_mapspace(a);
     const bool gemm = !gemms.empty();
     std::printf("# %s, %d threads, float32, %s; times: median of %d runs, ms\n", a.name.c_str(), t,
-                gemm ? "GEMMs against oneDNN's sgemm (dnnl_nchw: -)" : "batch as in the layer files", reps);
+                gemm            ? "GEMMs against oneDNN's sgemm (dnnl_nchw: -)"
+                : pack_per_call ? "batch as in the layer files, weights packed in every call"
+                                : "batch as in the layer files, weights packed once (pack_ms, not in the kernels' times)",
+                reps);
     std::printf("%-20s %9s %8s %9s %7s %9s", "layer", "MMACs", "solve_s", "CoSA_ms", "GFLOP/s", "random5");
     for (double b : budgets) std::printf(" %9s", ("rand" + detail::concat(b) + "x").c_str());
-    std::printf(" %9s %9s %9s %9s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(), "oneDNN",
-                "dnnl_nchw", "model_ms", "rho");
+    std::printf(" %9s %9s %9s %9s %9s %8s %7s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(), "oneDNN",
+                "dnnl_nchw", "model_ms", "kernel_ms", "pack_ms", "rho", "rho_k");
     std::string out_csv = "layer,macs,cosa_solve_s,cosa_ms,random5_ms";
     for (double b : budgets) out_csv += detail::concat(",random_", b, "x_ms");
-    out_csv += detail::concat(",hybrid_", budgets.back(), "x_ms,onednn_ms,onednn_nchw_ms,model_ms,spearman\n");
+    out_csv += detail::concat(",hybrid_", budgets.back(),
+                              "x_ms,onednn_ms,onednn_nchw_ms,model_ms,kernel_estimate_ms,pack_ms,spearman,"
+                              "spearman_with_kernel\n");
     std::vector<Geomean> vs_search(budgets.size() + 2);  // random-5, random at each budget, hybrid: search / CoSA
     Geomean vs_dnnl, vs_dnnl_nchw;
     double solve_max = 0, solve_sum = 0;
+    std::vector<Rho> rhos;
     std::vector<Problem> problems;
     if (gemm)
       problems = parse_gemms(gemms);
@@ -306,6 +323,10 @@ int main(int argc, char** argv) {
     for (const Problem& p : problems) {
       if (limit > 0 && done >= limit) break;
       LayerData d = layer_data(p, gemm);
+      double pack_ms = NAN;
+      if (!gemm && !pack_per_call) {
+        pack_ms = time_it([&] { d.packed = pack_weights(p, d.w.data(), t); }, reps).median * 1e3;
+      }
       const Result r = schedule(p, a, ms);
       solve_max = std::max(solve_max, r.solve_seconds);
       solve_sum += r.solve_seconds;
@@ -320,19 +341,23 @@ int main(int argc, char** argv) {
       const double dnnl_ms = (gemm ? time_sgemm(p, d, reps) : time_onednn(p, d, reps, true)).median * 1e3;
       const double nchw_ms = gemm ? NAN : time_onednn(p, d, reps, false).median * 1e3;
       const bool correlate_this = std::find(correlated.begin(), correlated.end(), p.name) != correlated.end();
-      const double rho = correlate_this ? correlate(p, a, ms, d, correlate_count, t) : NAN;
+      const Rho rho = correlate_this ? correlate(p, a, ms, d, correlate_count, t) : Rho{};
+      if (correlate_this) rhos.push_back(rho);
       const double model_ms = static_cast<double>(r.evaluation.cycles) / ghz * 1e-6;
+      const double kernel_ms = estimate_kernel(p, r.mapping, t).cycles / ghz * 1e-6;
       std::printf("%-20s %9.1f %8.3f %9.3f %7.1f", p.name.c_str(), static_cast<double>(p.macs()) * 1e-6,
                   r.solve_seconds, cosa_ms, 2.0 * static_cast<double>(p.macs()) / cosa_ms * 1e-6);
       for (double ms_ : search_ms) std::printf(" %9.3f", ms_);
-      std::printf(" %9.3f %9.3f %9.3f %7.3f\n", dnnl_ms, nchw_ms, model_ms, rho);
+      std::printf(" %9.3f %9.3f %9.3f %9.3f %8.3f %7.3f %7.3f\n", dnnl_ms, nchw_ms, model_ms, kernel_ms, pack_ms,
+                  rho.model, rho.with_kernel);
       std::fflush(stdout);
       out_csv += detail::concat(p.name, ",", p.macs(), ",", r.solve_seconds, ",", cosa_ms);
       for (size_t i = 0; i < search_ms.size(); ++i) {
         out_csv += detail::concat(",", search_ms[i]);
         vs_search[i].add(search_ms[i] / cosa_ms);
       }
-      out_csv += detail::concat(",", dnnl_ms, ",", nchw_ms, ",", model_ms, ",", rho, "\n");
+      out_csv += detail::concat(",", dnnl_ms, ",", nchw_ms, ",", model_ms, ",", kernel_ms, ",", pack_ms, ",",
+                                rho.model, ",", rho.with_kernel, "\n");
       vs_dnnl.add(cosa_ms / dnnl_ms);
       vs_dnnl_nchw.add(cosa_ms / nchw_ms);
       ++done;
@@ -348,6 +373,14 @@ int main(int argc, char** argv) {
       std::printf("geomean of CoSA time / oneDNN time (> 1: oneDNN is faster): blocked layouts %.2f, plain %.2f\n",
                   vs_dnnl.value(), vs_dnnl_nchw.value());
     std::printf("CoSA solve time per layer: mean %.3f s, max %.3f s\n", solve_sum / std::max(done, 1), solve_max);
+    if (!rhos.empty()) {
+      std::printf("Spearman(predicted, measured) over %d random mappings on %zu layers: model", correlate_count,
+                  rhos.size());
+      for (const Rho& r : rhos) std::printf(" %.2f", r.model);
+      std::printf("; max(model, kernel estimate)");
+      for (const Rho& r : rhos) std::printf(" %.2f", r.with_kernel);
+      std::printf("\n");
+    }
     if (!csv.empty()) write_file_atomically(csv, out_csv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -168,15 +168,26 @@ void add_vector_items(FastConv& f, int64_t extent, int64_t v_off, int64_t o_off,
   }
 }
 
-// Packs weights [C][R][S][K] and inputs [N][W][H][C] and sizes the [N][P][Q][K] outputs.
-void pack_channels_last(FastConv& f, const Problem& p, const float* w, const float* in, int threads) {
+// Weights [K][C][R][S] as [C][R][S][K] into `out`.
+void pack_weights_into(const Problem& p, const float* w, float* out, int threads) {
   const auto& B = p.bounds;
-  const int64_t crs = B[C] * B[R] * B[S], wh = f.wi * f.hi;
-  f.packed_w.resize(static_cast<size_t>(weight_size(p)));
-  float* packed_w = f.packed_w.data();
+  const int64_t crs = B[C] * B[R] * B[S];
 #pragma omp parallel for num_threads(threads) if (threads > 1)
   for (int64_t i = 0; i < crs; ++i)  // contiguous writes; the strided reads share cache lines across i
-    for (int64_t k = 0; k < B[K]; ++k) packed_w[i * B[K] + k] = w[k * crs + i];
+    for (int64_t k = 0; k < B[K]; ++k) out[i * B[K] + k] = w[k * crs + i];
+}
+
+// Packs weights [C][R][S][K] (unless `packed_w` holds them already) and
+// inputs [N][W][H][C] and sizes the [N][P][Q][K] outputs.
+void pack_channels_last(FastConv& f, const Problem& p, const float* w, const float* in, int threads,
+                        const float* packed_w) {
+  const auto& B = p.bounds;
+  const int64_t wh = f.wi * f.hi;
+  if (!packed_w) {
+    f.packed_w.resize(static_cast<size_t>(weight_size(p)));
+    pack_weights_into(p, w, f.packed_w.data(), threads);
+    packed_w = f.packed_w.data();
+  }
   f.packed_in.resize(static_cast<size_t>(input_size(p)));
   float* packed_in = f.packed_in.data();
 #pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
@@ -184,15 +195,16 @@ void pack_channels_last(FastConv& f, const Problem& p, const float* w, const flo
     for (int64_t i = 0; i < wh; ++i)
       for (int64_t c = 0; c < B[C]; ++c) packed_in[(n * wh + i) * B[C] + c] = in[(n * B[C] + c) * wh + i];
   f.staged_out.assign(static_cast<size_t>(output_size(p)), 0.0f);
-  f.w = f.packed_w.data();
+  f.w = packed_w;
   f.in = f.packed_in.data();
   f.out = f.staged_out.data();
 }
 
 // `channels_last`: w, in and out are already [C][R][S][K], [N][W][H][C]
-// and [N][P][Q][K] (out zeroed) -- a GEMM's B, A and C -- and are used in place.
+// and [N][P][Q][K] (out zeroed) -- a GEMM's B, A and C -- and are used in
+// place. `packed_w`: the weights as [C][R][S][K] already (pack_weights).
 FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float* w, const float* in, float* out,
-                   int64_t wi, int64_t hi, int threads, bool channels_last = false) {
+                   int64_t wi, int64_t hi, int threads, bool channels_last = false, const float* packed_w = nullptr) {
   const auto& B = p.bounds;
   const auto& e = nest.tile;
   FastConv f;
@@ -211,7 +223,7 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
   f.vstep = along_k ? B[R] * B[S] * B[K] : wi * hi;  // one step of C
   f.sstep = along_k ? 1 : B[R] * B[S];
   if (along_k) {
-    if (!channels_last) pack_channels_last(f, p, w, in, threads);
+    if (!channels_last) pack_channels_last(f, p, w, in, threads, packed_w);
     add_vector_items(f, e[K], 0, 0, 1, 1);
     for (int64_t n = 0; n < e[N]; ++n)
       for (int64_t x = 0; x < e[P]; ++x)
@@ -341,9 +353,47 @@ void run_tiles(const Block& block, const Nest& nest, int threads) {
   for (int64_t c = 0; c < combos; ++c) run_outer(block, nest, par, seq, c);
 }
 
+KernelEstimate estimate_kernel(const Problem& p, const Mapping& m, int threads) {
+  const Nest folded = fold_l1(nest_of(m));
+  const int all = threads > 0 ? threads : usable_cpu_cores();
+  int64_t combos = 1, sequential = 1;
+  for (size_t l = 0; l < folded.inner_begin; ++l)
+    (folded.loops[l].parallel ? combos : sequential) *= folded.loops[l].factor;
+  KernelEstimate k;
+  k.blocks = combos * sequential;
+  k.threads_used = static_cast<int>(std::min<int64_t>(all, combos));
+  const int64_t rounds = (combos + k.threads_used - 1) / k.threads_used;  // blocks of the busiest thread / sequential
+  const auto& e = folded.tile;
+  bool along_k = false;
+  if (!fast_along_k(p, m, folded, along_k)) {
+    k.cycles = static_cast<double>(rounds * sequential * e[R] * e[S] * e[C] * e[K] * e[N] * e[P] * e[Q]);
+    return k;
+  }
+  k.micro_kernel = true;
+  const int64_t W = detail::kSimdWidth;
+  const int64_t vectors = along_k ? (e[K] + W - 1) / W : e[N] * e[P] * ((e[Q] + W - 1) / W);
+  const int64_t scalars = along_k ? e[N] * e[P] * e[Q] : e[K];
+  const double steps = static_cast<double>(e[R] * e[S] * e[C]);
+  double block = 0;
+  for (int64_t v0 = 0; v0 < vectors; v0 += detail::kMaxVectors) {
+    const int64_t vn = std::min<int64_t>(detail::kMaxVectors, vectors - v0);
+    const int64_t smax = detail::max_scalars(static_cast<int>(vn));
+    for (int64_t s0 = 0; s0 < scalars; s0 += smax) {
+      const int64_t sn = std::min(smax, scalars - s0);
+      const double fma = static_cast<double>(vn * sn), loads = static_cast<double>(vn + sn);
+      block += steps * std::max(fma, loads) / 2 + 1.5 * fma + 20;  // accumulators: loads at 2, stores at 1 per cycle
+      ++k.calls_per_block;
+    }
+  }
+  k.cycles = static_cast<double>(rounds * sequential) * block;
+  return k;
+}
+
+namespace {
+// run_conv, with the weights also as [C][R][S][K] where `packed` is given (float32 only).
 template <class T>
-void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
-              int threads) {
+void run_conv_packed(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const float* packed,
+                     const T* inputs, T* outputs, int threads) {
   check_mapping(m, p, a);
   const Nest nest = nest_of(m);
   const auto e = input_extents(p);
@@ -353,13 +403,37 @@ void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weight
     const Nest folded = fold_l1(nest);
     bool along_k = false;
     if (fast_along_k(p, m, folded, along_k)) {
-      const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all);
+      const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all, false, packed);
       run_tiles(f, folded, all);
       if (along_k) unstage(p, f.staged_out, outputs, all);
       return;
     }
   }
   run_tiles(Conv<T>{p, weights, inputs, outputs, e[0], e[1]}, nest, all);
+}
+}  // namespace
+
+template <class T>
+void run_conv(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const T* inputs, T* outputs,
+              int threads) {
+  run_conv_packed<T>(p, m, a, weights, nullptr, inputs, outputs, threads);
+}
+
+PackedWeights pack_weights(const Problem& p, const float* weights, int threads) {
+  PackedWeights w;
+  w.problem = p;
+  w.plain = weights;
+  w.packed.resize(static_cast<size_t>(weight_size(p)));
+  pack_weights_into(p, weights, w.packed.data(), threads > 0 ? threads : usable_cpu_cores());
+  return w;
+}
+
+void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& w, const float* inputs,
+              float* outputs, int threads) {
+  SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == weight_size(p),
+              "[cosa] run_conv: weights packed for '", w.problem.name, "' used for '", p.name,
+              "', whose bounds differ");
+  run_conv_packed<float>(p, m, a, w.plain, w.packed.data(), inputs, outputs, threads);
 }
 
 Problem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& name) {

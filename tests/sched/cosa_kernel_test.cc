@@ -123,6 +123,80 @@ TEST(CosaKernel, CosasCpuMappingsVectoriseAlongK) {
   EXPECT_LT(relative_error<float>(p, r.mapping, a, 2), 1e-5);
 }
 
+// Weights packed once give run_conv's own numbers, bit for bit, on mappings
+// that vectorise along K (reading the packed copy) and along Q (reading the
+// plain weights it points to); packed for other bounds, an error.
+TEST(CosaKernel, PackedWeightsGiveTheSameOutputs) {
+  const Arch a = two_core_cpu();
+  std::mt19937_64 rng(17);
+  Mapspace q_lanes = cpu_mapspace(a);
+  q_lanes.spatial_dims[1] = {false, false, false, true, false, false, false};
+  const Problem p = layer({3, 3, 6, 9, 5, 20, 2}, /*stride=*/2);
+  const std::vector<float> w = random_values<float>(weight_size(p), 1), in = random_values<float>(input_size(p), 2);
+  const PackedWeights packed = pack_weights(p, w.data(), 2);
+  for (const Mapspace& ms : {cpu_mapspace(a), q_lanes})
+    for (int tried = 0; tried < 10;) {
+      const Mapping m = random_mapping(p, a, ms, rng);
+      if (!fits_fanout(m, a) || !evaluate(m, p, a).valid) continue;
+      ++tried;
+      std::vector<float> plain(static_cast<size_t>(output_size(p))), from_packed(plain.size(), 7.0f);
+      run_conv(p, m, a, w.data(), in.data(), plain.data(), 2);
+      run_conv(p, m, a, packed, in.data(), from_packed.data(), 2);
+      EXPECT_EQ(plain, from_packed) << mapping_yaml(m);
+    }
+  const Problem other = layer({3, 3, 6, 9, 5, 21, 2}, 2);
+  const Result r = schedule(other, a, cpu_mapspace(a));
+  std::vector<float> in2(static_cast<size_t>(input_size(other))), out2(static_cast<size_t>(output_size(other)));
+  EXPECT_CONTAINS(error_of([&] { run_conv(other, r.mapping, a, packed, in2.data(), out2.data()); }),
+                  "weights packed for 'test' used for 'test', whose bounds differ");
+}
+
+// estimate_kernel worked by hand (AVX-512's 16 lanes): K = 32, P = 4, C = 8.
+// Folded into one block (lanes on K, K x 2 and P x 4 in the registers, C x 8
+// in L1): one call of 2 vectors x 4 broadcasts over 8 reduction steps,
+// 8 x max(8 FMAs, 6 loads) / 2 + 1.5 x 8 + 20 = 64 cycles. C at DRAM
+// instead: 8 blocks of one step each, 8 x (4 + 12 + 20). The cores on K
+// instead of the registers' K: two blocks of one vector, run on two threads.
+TEST(CosaKernel, EstimatesTheMicroKernelsCallsByHand) {
+#if !defined(__AVX512F__)
+  GTEST_SKIP() << "the hand-worked numbers assume AVX-512's 16 float32 lanes";
+#else
+  const Arch a = two_core_cpu();
+  const Problem p = layer({1, 1, 4, 1, 8, 32, 1});  // R S P Q C K N
+  Mapping m = blank_mapping(a, cpu_mapspace(a));
+  m.levels[1].spatial[K] = 16;
+  m.levels[0].temporal[K] = 2;
+  m.levels[0].temporal[P] = 4;
+  m.levels[1].temporal[C] = 8;
+  check_mapping(m, p, a);
+  KernelEstimate e = estimate_kernel(p, m, 2);
+  EXPECT_TRUE(e.micro_kernel);
+  EXPECT_EQ(e.blocks, 1);
+  EXPECT_EQ(e.calls_per_block, 1);
+  EXPECT_EQ(e.threads_used, 1);
+  EXPECT_DOUBLE_EQ(e.cycles, 64);
+  EXPECT_LT(relative_error<float>(p, m, a, 2), 1e-5);
+
+  Mapping outer = m;
+  outer.levels[1].temporal[C] = 1;
+  outer.levels[4].temporal[C] = 8;
+  e = estimate_kernel(p, outer, 2);
+  EXPECT_EQ(e.blocks, 8);
+  EXPECT_DOUBLE_EQ(e.cycles, 8 * (1 * 8 / 2.0 + 12 + 20));
+
+  Mapping cores = m;
+  cores.levels[0].temporal[K] = 1;
+  cores.levels[3].spatial[K] = 2;  // L3's fan-out: the two cores
+  check_mapping(cores, p, a);
+  e = estimate_kernel(p, cores, 2);
+  EXPECT_EQ(e.blocks, 2);
+  EXPECT_EQ(e.threads_used, 2);
+  EXPECT_DOUBLE_EQ(e.cycles, 8 * std::max(4, 5) / 2.0 + 1.5 * 4 + 20);  // one block per thread: 1 vector x 4
+  EXPECT_DOUBLE_EQ(estimate_kernel(p, cores, 1).cycles, 2 * e.cycles);
+  EXPECT_LT(relative_error<float>(p, cores, a, 2), 1e-5);
+#endif
+}
+
 TEST(CosaKernel, RefusesAMappingThatDoesNotCoverTheLayer) {
   const Arch a = two_core_cpu();
   const Problem p = layer({3, 3, 4, 4, 4, 4, 1});

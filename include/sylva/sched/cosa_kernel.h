@@ -35,6 +35,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "sylva/sched/cosa_spec.h"
 
@@ -73,6 +74,42 @@ bool is_gemm(const Problem& p);
 /// sylva::Error if `p` is not a GEMM problem or the mapping is invalid.
 template <class T>
 void run_gemm(const Problem& p, const Mapping& m, const Arch& a, const T* A, const T* B, T* C, int threads = 0);
+
+/// What run_conv's float32 path does with mapping `m`, priced in cycles
+/// of one core: the blocks it runs and the micro-kernel calls in each
+/// (planned as run_conv plans them), each call costing, per step of its
+/// reduction, the larger of its vector FMAs and its loads (vectors plus
+/// broadcasts) at two per cycle, plus loading and storing its
+/// accumulators and 20 cycles; the blocks of the parallel loops' index
+/// combinations shared out over `threads` (<= 0: usable_cpu_cores()), the
+/// busiest thread's share counted. What the analytical model (evaluate)
+/// leaves out: per-call and load-issue cost, and threads the mapping
+/// cannot use. Where the build has no micro-kernel, or the mapping does
+/// not take it: MACs over the threads used, micro_kernel false.
+struct KernelEstimate {
+  bool micro_kernel = false;
+  int64_t blocks = 0;           // innermost blocks (tiles) in all
+  int64_t calls_per_block = 0;  // micro-kernel calls per block
+  int threads_used = 1;
+  double cycles = 0;            // of the busiest thread
+};
+KernelEstimate estimate_kernel(const Problem& p, const Mapping& m, int threads = 0);
+
+/// float32 weights also in the layout the micro-kernel reads when it
+/// vectorises along K ([C][R][S][K]), made once: run_conv with them skips
+/// that copy on every call (as oneDNN's blocked weights are reordered once
+/// for its convolutions). Keeps a pointer to the plain weights for the
+/// mappings that read them (vectors along Q, no micro-kernel): they must
+/// outlive it and not change.
+struct PackedWeights {
+  Problem problem;
+  const float* plain = nullptr;
+  std::vector<float> packed;
+};
+PackedWeights pack_weights(const Problem& p, const float* weights, int threads = 0);
+/// run_conv on packed weights (sylva::Error if they were packed for other bounds).
+void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& weights, const float* inputs,
+              float* outputs, int threads = 0);
 
 /// The plain seven-loop convolution, for checking run_conv.
 template <class T>

@@ -115,11 +115,15 @@ void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluat
               static_cast<double>(e.cycles) / ghz * 1e-6, ghz, median / (static_cast<double>(e.cycles) / ghz * 1e-9));
 }
 
-ObjectiveWeights parse_weights(const std::string& text) {
-  ObjectiveWeights w;
+// "u,c,t,l" or "u,c,t,l,b"; empty: the defaults, cpu_objective() on --arch cpu.
+ObjectiveWeights parse_weights(const std::string& text, bool cpu) {
+  ObjectiveWeights w = cpu ? cpu_objective() : ObjectiveWeights{};
   if (text.empty()) return w;
-  SYLVA_CHECK(std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf", &w.utilization, &w.compute, &w.traffic, &w.latency) == 4,
-              "[sylva-cosa] --weights is utilization,compute,traffic,latency (e.g. 1,1,1,1), got '", text, "'");
+  w.blocks = 0;
+  const int n = std::sscanf(text.c_str(), "%lf,%lf,%lf,%lf,%lf", &w.utilization, &w.compute, &w.traffic, &w.latency,
+                            &w.blocks);
+  SYLVA_CHECK(n == 4 || n == 5, "[sylva-cosa] --weights is utilization,compute,traffic,latency[,blocks] (e.g. 1,1,1,1), "
+              "got '", text, "'");
   return w;
 }
 
@@ -199,7 +203,7 @@ int main(int argc, char** argv) {
   sched->add_option("--gemm", gemm, "a GEMM instead of a layer: m x n x k, e.g. 64x640x256 (C[m][n] = A[m][k] B[k][n])")
       ->excludes(problem_opt);
   sched->add_option("--weights,--objective", weights,
-                    "objective weights utilization,compute,traffic,latency (default 1,1,1,1)");
+                    "objective weights utilization,compute,traffic,latency[,blocks] (default 1,1,1,1; on --arch cpu 1,1,1,1,1)");
   sched->add_option("--pad", pad, "pad bounds to primes <= this first (0: no padding)")
       ->check(cli::kNonNegative)->capture_default_str();
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)")->check(cli::kWritablePath);
@@ -230,7 +234,7 @@ int main(int argc, char** argv) {
   common(batch);
   batch->add_option("--layers", layers, "a network's layers.yaml (layer names; files beside it)")->required()
       ->check(CLI::ExistingFile);
-  batch->add_option("--weights,--objective", weights, "objective weights utilization,compute,traffic,latency");
+  batch->add_option("--weights,--objective", weights, "objective weights utilization,compute,traffic,latency[,blocks]");
   batch->add_option("--random-valid", valid, "random search: valid mappings per layer")->check(cli::kPositive)
       ->capture_default_str();
   batch->add_option("--best-of", best_of, "the second random search: best of this many valid mappings")
@@ -261,7 +265,7 @@ int main(int argc, char** argv) {
     const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
     if (*sched) {
       const Problem p = gemm.empty() ? layer(problem, pad) : gemm_problem;
-      const Result r = schedule(p, a, ms, parse_weights(weights));
+      const Result r = schedule(p, a, ms, parse_weights(weights, arch == "cpu"));
       std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f\n", r.variables, r.constraints, r.objective);
       print(p.name.c_str(), r.evaluation, r.solve_seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(r.mapping));
@@ -292,7 +296,7 @@ int main(int argc, char** argv) {
       const auto found = [](const SearchResult& r) { return Outcome{r.evaluation, r.seconds, r.found}; };
       for (const std::string& file : read_layer_list(layers)) {
         const Problem p = read_problem(file);
-        const Result r = schedule(pad > 0 ? pad_problem(p, pad) : p, a, ms, parse_weights(weights));
+        const Result r = schedule(pad > 0 ? pad_problem(p, pad) : p, a, ms, parse_weights(weights, arch == "cpu"));
         const Outcome cosa{r.evaluation, r.solve_seconds, r.evaluation.valid};
         const Outcome rnd = found(random_search(p, a, ms, {.valid = valid, .seed = seed}));
         const Outcome best = found(random_search(p, a, ms, {.valid = best_of, .seed = seed + 1}));

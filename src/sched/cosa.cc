@@ -195,7 +195,7 @@ void add_placements(Program& mip, Columns& c, const Layout& lay, const Objective
   for (size_t f = 0; f < factors.size(); ++f)
     for (int s = 0; s < c.places; ++s) {
       const Place& sl = lay.places[static_cast<size_t>(s)];
-      double cost = (sl.spatial ? -w.utilization : w.compute);
+      double cost = (sl.spatial ? -w.utilization : w.compute + (sl.level >= 2 ? w.blocks : 0.0));
       for (int t = 0; t < kTensors; ++t) cost += w.traffic * lay.refetches(t, factors[f].dim, sl);
       const bool allowed = !sl.spatial || lay.ms.spatial_allowed(sl.level, factors[f].dim);
       c.x[f * static_cast<size_t>(c.places) + static_cast<size_t>(s)] =
@@ -403,7 +403,7 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   const auto t0 = std::chrono::steady_clock::now();
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
               a.levels.size());
-  SYLVA_CHECK(w.utilization >= 0 && w.compute >= 0 && w.traffic >= 0 && w.latency >= 0,
+  SYLVA_CHECK(w.utilization >= 0 && w.compute >= 0 && w.traffic >= 0 && w.latency >= 0 && w.blocks >= 0,
               "[cosa] objective weights must be >= 0");
   const Layout lay(p, a, ms);
   Program mip;
@@ -423,6 +423,12 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   out.evaluation = evaluate(out.mapping, p, a);
   out.solve_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
+}
+
+ObjectiveWeights cpu_objective() {
+  ObjectiveWeights w;
+  w.blocks = 1.0;
+  return w;
 }
 
 double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w,
@@ -449,7 +455,7 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
     double spatial = 0;
     for (int j = 0; j < kDims; ++j) {
       const double lt = lg(i, false, j), ls = lg(i, true, j);
-      base += w.compute * lt - w.utilization * ls;
+      base += (w.compute + (i >= 2 ? w.blocks : 0.0)) * lt - w.utilization * ls;
       compute += lt;
       spatial += ls;
       ok = ok && (ls == 0 || ms.spatial_allowed(i, j));

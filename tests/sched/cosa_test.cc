@@ -45,7 +45,8 @@ TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
   p.bounds = {1, 1, 2, 1, 2, 2, 1};
   Mapspace ms;
   ms.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
-  for (const ObjectiveWeights w : {ObjectiveWeights{}, ObjectiveWeights{0.5, 1, 2}, ObjectiveWeights{2, 0.1, 1}}) {
+  for (const ObjectiveWeights w : {ObjectiveWeights{}, ObjectiveWeights{0.5, 1, 2}, ObjectiveWeights{2, 0.1, 1},
+                                   ObjectiveWeights{1, 1, 1, 1, 1.5}}) {  // the last with the blocks term
     const Result r = schedule(p, a, ms, w);
     EXPECT_TRUE(r.evaluation.valid) << r.evaluation.why;
     bool feasible = false;

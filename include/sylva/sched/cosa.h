@@ -42,7 +42,17 @@ struct ObjectiveWeights {
   double compute = 1.0;      // penalises temporal factors (log of cycles per PE)
   double traffic = 1.0;      // penalises log DRAM traffic, summed over tensors
   double latency = 1.0;      // penalises log max(compute cycles, each tensor's DRAM traffic / bandwidth)
+  /// Penalises the log of the number of innermost blocks a CPU kernel runs
+  /// one after another: temporal factors above level 1 (L1 in cpu_arch),
+  /// each a loop around the micro-kernel's block that makes it run again,
+  /// with its accumulators reloaded and its reduction cut short (what
+  /// estimate_kernel prices and the analytical model does not). 0 leaves
+  /// CoSA's objective as published; cpu_objective() turns it on.
+  double blocks = 0.0;
 };
+
+/// The weights for cpu_arch's machines: the defaults plus blocks = 1.
+ObjectiveWeights cpu_objective();
 
 struct Result {
   Mapping mapping;

@@ -265,8 +265,10 @@ int main(int argc, char** argv) {
     const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
     if (*sched) {
       const Problem p = gemm.empty() ? layer(problem, pad) : gemm_problem;
-      const Result r = schedule(p, a, ms, parse_weights(weights, arch == "cpu"));
-      std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f\n", r.variables, r.constraints, r.objective);
+      const ObjectiveWeights w = parse_weights(weights, arch == "cpu");
+      const Result r = schedule(p, a, ms, w, w.blocks > 0 ? cpu_limits() : SolveLimits{});
+      std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f%s\n", r.variables, r.constraints, r.objective,
+                  r.optimal ? "" : " (stopped at the time limit: best found, not proven optimal)");
       print(p.name.c_str(), r.evaluation, r.solve_seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(r.mapping));
       else if (!run) std::fputs(mapping_yaml(r.mapping).c_str(), stdout);
@@ -296,7 +298,8 @@ int main(int argc, char** argv) {
       const auto found = [](const SearchResult& r) { return Outcome{r.evaluation, r.seconds, r.found}; };
       for (const std::string& file : read_layer_list(layers)) {
         const Problem p = read_problem(file);
-        const Result r = schedule(pad > 0 ? pad_problem(p, pad) : p, a, ms, parse_weights(weights, arch == "cpu"));
+        const ObjectiveWeights w = parse_weights(weights, arch == "cpu");
+        const Result r = schedule(pad > 0 ? pad_problem(p, pad) : p, a, ms, w, w.blocks > 0 ? cpu_limits() : SolveLimits{});
         const Outcome cosa{r.evaluation, r.solve_seconds, r.evaluation.valid};
         const Outcome rnd = found(random_search(p, a, ms, {.valid = valid, .seed = seed}));
         const Outcome best = found(random_search(p, a, ms, {.valid = best_of, .seed = seed + 1}));

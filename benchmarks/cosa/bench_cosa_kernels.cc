@@ -334,7 +334,7 @@ int main(int argc, char** argv) {
       }
       ObjectiveWeights w;
       w.blocks = blocks_weight;
-      const Result r = schedule(p, a, ms, w);
+      const Result r = schedule(p, a, ms, w, w.blocks > 0 ? cpu_limits() : SolveLimits{});
       solve_max = std::max(solve_max, r.solve_seconds);
       solve_sum += r.solve_seconds;
       const double cosa_ms = time_mapping(p, r.mapping, a, d, reps, t).median * 1e3;

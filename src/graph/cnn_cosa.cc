@@ -162,7 +162,7 @@ struct CosaCnnKernels::State {
   bool plan(Layer& l, const ConvSpec& c) {
     try {
       l.problem = conv_problem(c, l.in);
-      const cosa::Result r = cosa::schedule(l.problem, arch, mapspace, cosa::cpu_objective());
+      const cosa::Result r = cosa::schedule(l.problem, arch, mapspace, cosa::cpu_objective(), cosa::cpu_limits());
       l.mapping = r.mapping;
       l.decision.solve_seconds = r.solve_seconds;
     } catch (const Error& e) {

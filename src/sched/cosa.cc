@@ -317,10 +317,12 @@ void add_latency(Program& mip, const Columns& c, const Layout& lay, const Object
 struct Solution {
   std::vector<double> values;
   double objective = 0;
+  bool optimal = true;
 };
 
-// Solves the program with CBC; throws when it finds no proven optimum.
-Solution solve(const Program& mip, const Problem& p, const Arch& a) {
+// Solves the program with CBC; throws when it finds no mapping, or no
+// proven optimum without a time limit.
+Solution solve(const Program& mip, const Problem& p, const Arch& a, const SolveLimits& limits) {
   const int cols = static_cast<int>(mip.obj.size());
   CoinPackedMatrix rows(false, 0, 0);
   rows.setDimensions(0, cols);
@@ -333,12 +335,14 @@ Solution solve(const Program& mip, const Problem& p, const Arch& a) {
   CbcModel model(solver);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
+  if (limits.gap > 0) model.setAllowableGap(limits.gap);
+  if (limits.seconds > 0) model.setMaximumSeconds(limits.seconds);
   model.branchAndBound();
-  SYLVA_CHECK(model.isProvenOptimal() && model.bestSolution(), "[cosa] CBC found no mapping for '", p.name, "' on '",
+  SYLVA_CHECK((limits.seconds > 0 || model.isProvenOptimal()) && model.bestSolution(), "[cosa] CBC found no mapping for '", p.name, "' on '",
               a.name, "': ", model.isProvenInfeasible() ? "infeasible (a buffer too small for any tiling?)"
                                                          : "stopped without a proven optimum");
   const double* sol = model.bestSolution();
-  return {std::vector<double>(sol, sol + cols), model.getObjValue()};
+  return {std::vector<double>(sol, sol + cols), model.getObjValue(), model.isProvenOptimal()};
 }
 
 // The mapping a solution describes: the factors at their places and, where
@@ -399,7 +403,10 @@ Problem pad_problem(const Problem& p, int64_t limit) {
   return out;
 }
 
-Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w) {
+SolveLimits cpu_limits() { return {0.3, 2.0}; }
+
+Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w,
+                const SolveLimits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
               a.levels.size());
@@ -412,12 +419,14 @@ Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const Objec
   add_placement_rows(mip, c, lay, ms);
   add_loop_order(mip, c, lay, w);
   if (w.latency > 0) add_latency(mip, c, lay, w);
-  const Solution sol = solve(mip, p, a);
+  SYLVA_CHECK(limits.gap >= 0 && limits.seconds >= 0, "[cosa] solve limits must be >= 0");
+  const Solution sol = solve(mip, p, a, limits);
 
   Result out;
   out.variables = static_cast<int>(mip.obj.size());
   out.constraints = static_cast<int>(mip.row_lo.size());
   out.objective = sol.objective;
+  out.optimal = sol.optimal;
   out.mapping = decode(sol.values, c, lay, ms);
   choose_orders(out.mapping, p, a, lay.lowest_keeper);
   out.evaluation = evaluate(out.mapping, p, a);

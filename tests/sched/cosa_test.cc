@@ -10,6 +10,7 @@
 #include "support/cosa_fixture.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
+#include "sylva/sched/cosa_cpu.h"
 
 namespace sylva::cosa {
 namespace {
@@ -35,6 +36,26 @@ TEST(Cosa, LargePrimesAreNotedAndCanBePadded) {
   EXPECT_EQ(large_primes(padded, 7), "");
   EXPECT_GT(padded.macs(), p.macs());
   EXPECT_CONTAINS(test::error_of([&] { pad_problem(p, 1); }), "prime limit >= 2");
+}
+
+// The CPU's objective (with the blocks term) and its limits: a valid
+// mapping that fits; a mapping proven optimal within the gap says so; bad
+// limits are an error.
+TEST(Cosa, CpuObjectiveAndLimits) {
+  const Arch a = cpu_arch(test::two_core_facts());
+  Problem p;
+  p.name = "conv";
+  p.bounds = {3, 3, 14, 14, 32, 64, 1};
+  const Result r = schedule(p, a, cpu_mapspace(a), cpu_objective(), cpu_limits());
+  check_mapping(r.mapping, p, a);
+  EXPECT_TRUE(r.evaluation.valid) << r.evaluation.why;
+  EXPECT_EQ(cpu_objective().blocks, 1.0);
+  const Result exact = schedule(p, a, cpu_mapspace(a), cpu_objective());
+  EXPECT_TRUE(exact.optimal);
+  EXPECT_LE(exact.objective, r.objective + 1e-9);
+  EXPECT_LE(r.objective, exact.objective + cpu_limits().gap + 1e-9);  // within the gap of the optimum
+  EXPECT_CONTAINS(test::error_of([&] { schedule(p, a, cpu_mapspace(a), {}, SolveLimits{-1, 0}); }),
+                  "solve limits must be >= 0");
 }
 
 TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {

@@ -54,12 +54,25 @@ struct ObjectiveWeights {
 /// The weights for cpu_arch's machines: the defaults plus blocks = 1.
 ObjectiveWeights cpu_objective();
 
+/// How far CBC goes. The defaults prove the optimum; with the blocks term
+/// that can take seconds on a layer (ResNet-50's 7x7 stem: 9 s), so the CPU
+/// stops within `gap` of the best bound (in the objective's log units) or
+/// after `seconds` of CPU time, keeping the best mapping found.
+struct SolveLimits {
+  double gap = 0;      // absolute allowable gap (0: proven optimal)
+  double seconds = 0;  // 0: no limit
+};
+/// cpu_objective's limits: gap 0.3 (a factor of e^0.3 = 1.35 on the
+/// objective's product), 2 s.
+SolveLimits cpu_limits();
+
 struct Result {
   Mapping mapping;
   Evaluation evaluation;
   double objective = 0;     // the MIP's objective at its solution
   double solve_seconds = 0;  // CBC's time (building the model included)
   int variables = 0, constraints = 0;
+  bool optimal = true;       // proven optimal within the limits' gap (false: stopped at their time limit)
 };
 
 /// The prime factors of n, ascending (n >= 1; 1 has none).
@@ -79,7 +92,8 @@ Problem pad_problem(const Problem& p, int64_t limit);
 /// Solves CoSA's MIP for `p` on `a` (keep/bypass from `ms`) and decodes the
 /// mapping. sylva::Error if the MIP is infeasible (e.g. a buffer too small
 /// for any tiling) or CBC fails.
-Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w = {});
+Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w = {},
+                const SolveLimits& limits = {});
 
 /// The MIP's objective for a given mapping's factor placement (with the
 /// best reuse choice z for that placement, as the MIP would pick it; the

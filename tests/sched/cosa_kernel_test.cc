@@ -39,6 +39,17 @@ std::vector<T> random_values(int64_t n, uint64_t seed) {
   return v;
 }
 
+// Largest |got - want|, relative to the largest |want|.
+template <class T>
+double error_against(const std::vector<T>& got, const std::vector<T>& want) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
+    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
+  }
+  return err / scale;
+}
+
 // Largest |run_conv - reference| over the outputs, relative to the largest |reference|.
 template <class T>
 double relative_error(const Problem& p, const Mapping& m, const Arch& a, int threads) {
@@ -46,12 +57,7 @@ double relative_error(const Problem& p, const Mapping& m, const Arch& a, int thr
   std::vector<T> got(static_cast<size_t>(output_size(p)), T(7)), want(got.size());
   run_conv(p, m, a, w.data(), in.data(), got.data(), threads);
   reference_conv(p, w.data(), in.data(), want.data());
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return err / scale;
+  return error_against(got, want);
 }
 
 TEST(CosaKernel, RunsCosasMappingOfALayer) {
@@ -227,12 +233,7 @@ double gemm_error(const Problem& p, const Mapping& m, const Arch& a, int threads
   std::vector<T> got(static_cast<size_t>(rows * cols), T(7));
   run_gemm(p, m, a, A.data(), B.data(), got.data(), threads);
   const std::vector<T> want = plain_product(A, B, rows, cols, inner);
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - static_cast<double>(want[i])));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return err / scale;
+  return error_against(got, want);
 }
 
 // GEMMs of odd sizes (masked lanes, a single row, a single column): CoSA's

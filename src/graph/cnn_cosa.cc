@@ -74,11 +74,17 @@ std::string shape_of(const ConvSpec& c, Nchw in) {
 
 // The machine a measurement holds for: the architecture (caches, cores,
 // SIMD registers) and the threads the kernels run on.
-std::string machine_of(const cosa::Arch& a) {
+std::string machine_of(const cosa::Arch& a, int threads) {
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(cosa::arch_yaml(a))));
-  return detail::concat(a.name, "-", hex, "-t", usable_cpu_cores());
+  return detail::concat(a.name, "-", hex, "-t", threads);
 }
+
+// One measured choice of the pick cache.
+struct Cached {
+  bool cosa = false;
+  double cosa_ms = 0, onednn_ms = 0;
+};
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> f;
@@ -108,10 +114,11 @@ struct CosaCnnKernels::State {
   mutable std::mutex mu;
   std::map<std::string, std::unique_ptr<Layer>> layers;
   std::vector<const Layer*> order;
-  // The pick cache: every line of the file by its first three fields
+  int threads = usable_cpu_cores();  // the CoSA kernels' (oneDNN runs on its OpenMP threads)
+  // The pick cache: every entry of the file by its first three fields
   // (machine, layer key, shape), this machine's among them.
   std::string cache_path, machine;
-  std::map<std::string, std::string> cache;
+  std::map<std::string, Cached> cache;
 
   void load_cache() {
     if (cache_path.empty() || !std::filesystem::exists(cache_path)) return;
@@ -128,9 +135,7 @@ struct CosaCnnKernels::State {
       SYLVA_CHECK(f.size() == 6, where, ": ", f.size(),
                   " tab-separated fields, wanted 6 (machine, layer, shape, cosa|onednn, cosa_ms, onednn_ms)");
       SYLVA_CHECK(f[3] == "cosa" || f[3] == "onednn", where, ": the choice is cosa or onednn, got '", f[3], "'");
-      parse_ms(f[4], where);
-      parse_ms(f[5], where);
-      cache[f[0] + '\t' + f[1] + '\t' + f[2]] = line;
+      cache[f[0] + '\t' + f[1] + '\t' + f[2]] = {f[3] == "cosa", parse_ms(f[4], where), parse_ms(f[5], where)};
     }
   }
 
@@ -138,10 +143,9 @@ struct CosaCnnKernels::State {
   bool cached(Layer& l, const std::string& shape) {
     const auto it = cache.find(machine + '\t' + l.decision.key + '\t' + shape);
     if (it == cache.end()) return false;
-    const std::vector<std::string> f = split_tabs(it->second);
-    l.decision.cosa = f[3] == "cosa";
-    l.decision.cosa_ms = parse_ms(f[4], cache_path);
-    l.decision.onednn_ms = parse_ms(f[5], cache_path);
+    l.decision.cosa = it->second.cosa;
+    l.decision.cosa_ms = it->second.cosa_ms;
+    l.decision.onednn_ms = it->second.onednn_ms;
     l.decision.reason = "cached";
     return true;
   }
@@ -149,11 +153,10 @@ struct CosaCnnKernels::State {
   void remember(const Layer& l, const std::string& shape) {
     const std::string& key = l.decision.key;
     if (cache_path.empty() || key.find_first_of("\t\n") != std::string::npos) return;
-    cache[machine + '\t' + key + '\t' + shape] =
-        detail::concat(machine, '\t', key, '\t', shape, '\t', l.decision.cosa ? "cosa" : "onednn", '\t',
-                       l.decision.cosa_ms, '\t', l.decision.onednn_ms);
+    cache[machine + '\t' + key + '\t' + shape] = {l.decision.cosa, l.decision.cosa_ms, l.decision.onednn_ms};
     std::string text = "# sylva CoSA pick cache: machine, layer key, shape, choice, cosa_ms, onednn_ms (tab-separated)\n";
-    for (const auto& [k, line] : cache) text += line + '\n';
+    for (const auto& [k, e] : cache)
+      text += detail::concat(k, '\t', e.cosa ? "cosa" : "onednn", '\t', e.cosa_ms, '\t', e.onednn_ms, '\n');
     write_file_atomically(cache_path, text);
   }
 
@@ -178,7 +181,6 @@ struct CosaCnnKernels::State {
   // The zero-bordered input copy (a buffer per thread, kept across calls)
   // and the bias, both over the planes on the kernel's threads.
   void run_cosa(const Layer& l, const ConvSpec& c, const float* x, const float* w, const float* b, float* y) {
-    const int threads = usable_cpu_cores();
     if (l.copy_input) {
       thread_local std::vector<float> padded;
       const auto e = cosa::input_extents(l.problem);
@@ -243,7 +245,7 @@ CosaCnnKernels::CosaCnnKernels(Mode mode, const cosa::Arch& arch, const std::str
   s_->mapspace = cosa::cpu_mapspace(arch);
   if (mode == Mode::pick) {
     s_->cache_path = cache;
-    s_->machine = machine_of(arch);
+    s_->machine = machine_of(arch, s_->threads);
     s_->load_cache();
   }
 }

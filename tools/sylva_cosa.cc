@@ -3,7 +3,7 @@
 //
 //   sylva-cosa arch [--gpu] [-o cpu.yaml]   (this CPU, --arch cpu; or the GPU, --arch gpu)
 //   sylva-cosa schedule --arch A --problem P | --gemm MxNxK [--mapspace M] [--objective u,c,t,l] [--pad 7] [--run]
-//                       [-o map.yaml]
+//                       [--emit-cuda kernel.cu] [-o map.yaml]
 //   sylva-cosa evaluate --arch A --problem P --mapping map.yaml
 //   sylva-cosa search --algo random|hybrid --arch A --problem P [--mapspace M] [--valid 5] [--seconds S]
 //                     [--threads 2] [--victory 500] [--seed 1] [-o map.yaml]
@@ -26,7 +26,9 @@
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa.h"
 #include "sylva/sched/cosa_cpu.h"
+#include "sylva/graph/cosa_gpu_run.h"
 #include "sylva/sched/cosa_gpu.h"
+#include "sylva/sched/cosa_gpu_kernel.h"
 #include "sylva/sched/cosa_kernel.h"
 #include "sylva/sched/cosa_search.h"
 
@@ -35,10 +37,11 @@ using namespace sylva::cosa;
 
 namespace {
 
-// --arch cpu without --mapspace: cpu_mapspace, what the CPU kernel realises.
-Mapspace mapspace_or_default(const std::string& path, const Arch& a, bool cpu) {
+// --arch cpu or gpu without --mapspace: cpu_mapspace or gpu_mapspace, what the kernels realise.
+Mapspace mapspace_or_default(const std::string& path, const Arch& a, const std::string& arch) {
   if (!path.empty()) return read_mapspace(path, a);
-  if (cpu) return cpu_mapspace(a);
+  if (arch == "cpu") return cpu_mapspace(a);
+  if (arch == "gpu") return gpu_mapspace(a);
   Mapspace ms;
   ms.keep.assign(a.levels.size(), {true, true, true});
   return ms;
@@ -70,17 +73,44 @@ Problem layer(const std::string& path, int64_t pad) {
   return padded;
 }
 
-// The CPU's clock in GHz (cpufreq's maximum, else /proc/cpuinfo's "cpu MHz"); NaN if neither is readable.
+// Random float32 tensors for a layer, in run_conv's layouts.
+std::vector<float> random_tensor(int64_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+// Largest |got - want| relative to the largest |want|.
+double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err = std::max(err, static_cast<double>(std::abs(got[i] - want[i])));
+    scale = std::max(scale, static_cast<double>(std::abs(want[i])));
+  }
+  return scale > 0 ? err / scale : err;
+}
+
+// The measured runs (sorted in place) beside the model's cycles at `ghz`.
+void report(std::vector<double>& times, const Problem& p, double err, const Evaluation& e, double ghz,
+            const char* clock) {
+  std::sort(times.begin(), times.end());
+  const double median = times[times.size() / 2];
+  std::printf("measured: median %.3f ms over %zu runs (%.3f..%.3f), %.2f GFLOP/s; max error %.1e of the largest output\n",
+              median * 1e3, times.size(), times.front() * 1e3, times.back() * 1e3,
+              2.0 * static_cast<double>(p.macs()) / median * 1e-9, err);
+  std::printf("model: %lld cycles = %.3f ms at %.2f GHz (%s); measured / predicted %.2f\n",
+              static_cast<long long>(e.cycles), static_cast<double>(e.cycles) / ghz * 1e-6, ghz, clock,
+              median / (static_cast<double>(e.cycles) / ghz * 1e-9));
+}
+
 // --run: the mapping as a kernel (float32, random data): checked against the
 // plain convolution, timed (median of 5 after a warm-up), and set beside the
 // model. A GEMM runs through run_gemm (w is B [k][n], in is A [m][k]).
 void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluation& e) {
   std::mt19937_64 rng(1);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> w(static_cast<size_t>(weight_size(p))), in(static_cast<size_t>(input_size(p))),
-      out(static_cast<size_t>(output_size(p))), ref(out.size());
-  for (float& x : w) x = u(rng);
-  for (float& x : in) x = u(rng);
+  const std::vector<float> w = random_tensor(weight_size(p), rng), in = random_tensor(input_size(p), rng);
+  std::vector<float> out(static_cast<size_t>(output_size(p))), ref(out.size());
   const bool gemm = is_gemm(p);
   const auto run = [&] {
     if (gemm)
@@ -95,24 +125,28 @@ void run_kernel(const Problem& p, const Mapping& m, const Arch& a, const Evaluat
       for (int64_t k = 0; k < p.bounds[K]; ++k)
         conv_w[static_cast<size_t>(k * p.bounds[C] + c)] = w[static_cast<size_t>(c * p.bounds[K] + k)];
   reference_conv(p, conv_w.data(), in.data(), ref.data());
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < out.size(); ++i) {
-    err = std::max(err, static_cast<double>(std::abs(out[i] - ref[i])));
-    scale = std::max(scale, static_cast<double>(std::abs(ref[i])));
-  }
   std::vector<double> times;
   for (int k = 0; k < 5; ++k) {
     const auto t0 = std::chrono::steady_clock::now();
     run();
     times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
-  std::sort(times.begin(), times.end());
-  const double ghz = nominal_ghz(), median = times[2];
-  std::printf("measured: median %.3f ms over 5 runs (%.3f..%.3f), %.2f GFLOP/s; max error %.1e of the largest output\n",
-              median * 1e3, times.front() * 1e3, times.back() * 1e3, 2.0 * static_cast<double>(p.macs()) / median * 1e-9,
-              scale > 0 ? err / scale : err);
-  std::printf("model: %lld cycles = %.3f ms at %.2f GHz; measured / predicted %.2f\n", static_cast<long long>(e.cycles),
-              static_cast<double>(e.cycles) / ghz * 1e-6, ghz, median / (static_cast<double>(e.cycles) / ghz * 1e-9));
+  report(times, p, relative_error(out, ref), e, nominal_ghz(), "nominal");
+}
+
+// --run on --arch gpu: the generated CUDA kernel (float32, run_conv's
+// layouts, a GEMM as the convolution it is) on CUDA device 0: checked
+// against the plain convolution, 5 launches timed after a warm-up.
+void run_gpu_kernel(const GpuConvPlan& plan, const Evaluation& e) {
+  const Problem& p = plan.problem;
+  std::mt19937_64 rng(1);
+  const std::vector<float> w = random_tensor(weight_size(p), rng), in = random_tensor(input_size(p), rng);
+  std::vector<float> out(static_cast<size_t>(output_size(p))), ref(out.size());
+  GpuRun run = run_gpu_conv(plan, w.data(), in.data(), out.data(), 6);
+  reference_conv(p, w.data(), in.data(), ref.data());
+  std::printf("%s: NVRTC %.3f s\n", run.device.c_str(), run.compile_seconds);
+  std::vector<double> times(run.seconds.begin() + 1, run.seconds.end());
+  report(times, p, relative_error(out, ref), e, cuda_gpu_facts(0).clock_ghz, "the SM clock");
 }
 
 // "u,c,t,l" or "u,c,t,l,b"; empty: the defaults, cpu_objective() on --arch cpu.
@@ -208,7 +242,11 @@ int main(int argc, char** argv) {
       ->check(cli::kNonNegative)->capture_default_str();
   sched->add_option("-o,--output", out, "write the mapping here (Timeloop v1 mapping YAML)")->check(cli::kWritablePath);
   bool run = false;
-  sched->add_flag("--run", run, "also run the mapping as a CPU kernel (float32): checked, timed, beside the model");
+  sched->add_flag("--run", run, "also run the mapping as a kernel (float32; --arch gpu: a CUDA kernel on device 0): "
+                                "checked, timed, beside the model");
+  std::string cuda_out;
+  sched->add_option("--emit-cuda", cuda_out, "--arch gpu: write the mapping's generated CUDA kernel here")
+      ->check(cli::kWritablePath);
   CLI::App* eval = app.add_subcommand("evaluate", "the analytical model of a mapping");
   common(eval);
   eval->add_option("--problem", problem, "layer YAML")->required()->check(CLI::ExistingFile);
@@ -260,19 +298,28 @@ int main(int argc, char** argv) {
     }
     // The layer's flags before the architecture's file, so that each error names its own flag.
     SYLVA_CHECK(!*sched || !problem.empty() || !gemm.empty(), "[sylva-cosa] schedule needs --problem FILE or --gemm MxNxK");
+    SYLVA_CHECK(cuda_out.empty() || arch == "gpu", "[sylva-cosa] --emit-cuda needs --arch gpu (got --arch ", arch, ")");
     const Problem gemm_problem = gemm.empty() ? Problem{} : parse_gemm(gemm);
     const Arch a = arch == "cpu" ? this_cpu_arch() : arch == "gpu" ? this_gpu_arch() : read_arch(arch);
-    const Mapspace ms = mapspace_or_default(mapspace, a, arch == "cpu");
+    const Mapspace ms = mapspace_or_default(mapspace, a, arch);
     if (*sched) {
       const Problem p = gemm.empty() ? layer(problem, pad) : gemm_problem;
       const ObjectiveWeights w = parse_weights(weights, arch == "cpu");
-      const Result r = schedule(p, a, ms, w, w.blocks > 0 ? cpu_limits() : SolveLimits{});
+      // The kernels' architectures get the CPU's limits (the GPU's exact solve takes up to 15 s).
+      const Result r = schedule(p, a, ms, w, w.blocks > 0 || arch == "gpu" ? cpu_limits() : SolveLimits{});
       std::printf("CoSA MIP: %d variables, %d constraints, objective %.4f%s\n", r.variables, r.constraints, r.objective,
                   r.optimal ? "" : " (stopped at the time limit: best found, not proven optimal)");
       print(p.name.c_str(), r.evaluation, r.solve_seconds);
       if (!out.empty()) write_file_atomically(out, mapping_yaml(r.mapping));
       else if (!run) std::fputs(mapping_yaml(r.mapping).c_str(), stdout);
-      if (run) run_kernel(p, r.mapping, a, r.evaluation);
+      if (arch == "gpu" && (run || !cuda_out.empty())) {
+        const GpuConvPlan plan = gpu_conv_plan(p, r.mapping, a);
+        std::fputs(describe(plan).c_str(), stdout);
+        if (!cuda_out.empty()) write_file_atomically(cuda_out, gpu_conv_source(plan, GpuReal::f32));
+        if (run) run_gpu_kernel(plan, r.evaluation);
+      } else if (run) {
+        run_kernel(p, r.mapping, a, r.evaluation);
+      }
     } else if (*eval) {
       const Problem p = read_problem(problem);
       print(p.name.c_str(), evaluate(read_mapping(mapping, a), p, a), 0.0);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_stats.h"
 #include "sylva/core/denormals.h"
 #include "sylva/core/device.h"
 #include "sylva/core/error.h"
@@ -33,32 +34,9 @@
 
 using namespace sylva;
 using namespace sylva::cosa;
+using namespace sylva::cosa::bench;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-struct Timing {
-  double median = NAN, lo = NAN, hi = NAN;  // seconds
-};
-
-// Median of `reps` runs after one warm-up; a body slower than `long_s` is
-// timed by that first run alone.
-template <class F>
-Timing time_it(F&& body, int reps, double long_s = 0.5) {
-  auto once = [&] {
-    const auto t0 = Clock::now();
-    body();
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-  };
-  std::vector<double> t{once()};
-  if (t[0] < long_s) {
-    t.clear();
-    for (int i = 0; i < reps; ++i) t.push_back(once());
-  }
-  std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front(), t.back()};
-}
 
 // A convolution's weights, inputs and outputs in run_conv's layouts, or a
 // GEMM's B (w), A (in) and C (out), row-major.
@@ -92,15 +70,6 @@ LayerData layer_data(const Problem& p, bool gemm) {
       d.ref[static_cast<size_t>(i * n + j)] = static_cast<float>(acc);
     }
   return d;
-}
-
-double max_rel_error(const std::vector<float>& got, const std::vector<float>& want) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(want[i])));
-  }
-  return scale > 0 ? err / scale : err;
 }
 
 // Times run_conv (run_gemm) on mapping m and checks it against the
@@ -187,32 +156,6 @@ std::vector<Problem> parse_gemms(const std::string& text) {
   return out;
 }
 
-std::vector<double> ranks(const std::vector<double>& v) {
-  std::vector<size_t> idx(v.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return v[a] < v[b]; });
-  std::vector<double> r(v.size());
-  for (size_t i = 0; i < idx.size();) {  // ties share their mean rank
-    size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
-    for (size_t k = i; k <= j; ++k) r[idx[k]] = 0.5 * static_cast<double>(i + j);
-    i = j + 1;
-  }
-  return r;
-}
-
-double spearman(const std::vector<double>& x, const std::vector<double>& y) {
-  const std::vector<double> rx = ranks(x), ry = ranks(y);
-  const double n = static_cast<double>(x.size()), mean = (n - 1) / 2;
-  double sxy = 0, sxx = 0, syy = 0;
-  for (size_t i = 0; i < rx.size(); ++i) {
-    sxy += (rx[i] - mean) * (ry[i] - mean);
-    sxx += (rx[i] - mean) * (rx[i] - mean);
-    syy += (ry[i] - mean) * (ry[i] - mean);
-  }
-  return sxy / std::sqrt(sxx * syy);
-}
-
 // Spearman's rho against measured time over `count` random valid mappings
 // (each the median of 3 runs, or one run if it takes over 50 ms): of the
 // analytical model's cycles, and of estimate_kernel's.
@@ -235,15 +178,6 @@ Rho correlate(const Problem& p, const Arch& a, const Mapspace& ms, LayerData& d,
   }
   return {spearman(predicted, measured), spearman(estimated, measured)};
 }
-
-struct Geomean {
-  double log_sum = 0;
-  int n = 0;
-  void add(double ratio) {
-    if (std::isfinite(ratio) && ratio > 0) log_sum += std::log(ratio), ++n;
-  }
-  double value() const { return n ? std::exp(log_sum / n) : NAN; }
-};
 
 }  // namespace
 

@@ -23,7 +23,10 @@ Arch gpu_arch(const GpuFacts& f) {
   a.mac_instances = f.sms * threads;
   a.mac_energy = std::nan("");
   const int64_t per_thread = std::min<int64_t>(255, f.registers_per_sm / threads);
-  Level regs{.name = "Registers", .entries = std::max<int64_t>(1, per_thread - per_thread / 4),
+  // At most 64 accumulators: the generated kernel's register tile is an
+  // unrolled array, which nvcc (CUDA 13, sm_90) keeps in registers up to
+  // 84 floats and puts in local memory from 98.
+  Level regs{.name = "Registers", .entries = std::clamp<int64_t>(per_thread - per_thread / 4, 1, 64),
              .instances = a.mac_instances, .word_bits = 32};
   regs.vector_access_energy = std::nan("");
   Level smem{.name = "SharedMemory", .entries = f.shared_bytes / 4, .instances = f.sms, .word_bits = 32};

@@ -36,21 +36,6 @@ std::array<int64_t, kDims> tile_of(const Nest& n) {
   return tile;
 }
 
-int dim_of(char c) {
-  for (int d = 0; d < kDims; ++d)
-    if (kDimNames[static_cast<size_t>(d)] == c) return d;
-  SYLVA_THROW("[cosa] unknown dimension '", c, "' in a loop permutation");
-}
-
-// The permutation's dimensions outermost first, with any it leaves out outermost.
-std::vector<int> outer_first(const std::string& innermost_first) {
-  std::vector<int> order;
-  for (int d = 0; d < kDims; ++d)
-    if (innermost_first.find(kDimNames[static_cast<size_t>(d)]) == std::string::npos) order.push_back(d);
-  for (auto it = innermost_first.rbegin(); it != innermost_first.rend(); ++it) order.push_back(dim_of(*it));
-  return order;
-}
-
 bool output_dim(int d) { return d == K || d == P || d == Q || d == N; }
 
 Nest nest_of(const Mapping& m) {
@@ -59,10 +44,10 @@ Nest nest_of(const Mapping& m) {
   for (int i = levels - 1; i >= 0; --i) {
     const LevelMapping& lm = m.levels[static_cast<size_t>(i)];
     if (i == 1) n.l1_begin = n.loops.size();
-    for (int d : outer_first(lm.temporal_permutation))
+    for (int d : loops_outer_first(lm.temporal_permutation))
       if (lm.temporal[static_cast<size_t>(d)] > 1) n.loops.push_back({d, lm.temporal[static_cast<size_t>(d)]});
     if (i == 1 || (i == 0 && levels == 1)) n.inner_begin = n.loops.size();
-    for (int d : outer_first(lm.spatial_permutation))
+    for (int d : loops_outer_first(lm.spatial_permutation))
       if (lm.spatial[static_cast<size_t>(d)] > 1)
         n.loops.push_back({d, lm.spatial[static_cast<size_t>(d)], 1, i >= 2 && output_dim(d)});
   }

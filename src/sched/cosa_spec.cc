@@ -149,6 +149,15 @@ int64_t Arch::fanout(int i) const {
   return below / levels[static_cast<size_t>(i)].instances;
 }
 
+std::vector<int> loops_outer_first(const std::string& innermost_first) {
+  std::vector<int> order;
+  for (int d = 0; d < kDims; ++d)
+    if (innermost_first.find(kDimNames[static_cast<size_t>(d)]) == std::string::npos) order.push_back(d);
+  for (auto it = innermost_first.rbegin(); it != innermost_first.rend(); ++it)
+    order.push_back(dim_index(*it, "loop permutation '" + innermost_first + "'"));
+  return order;
+}
+
 Mapping blank_mapping(const Arch& a, const Mapspace& ms) {
   SYLVA_CHECK(ms.keep.size() == a.levels.size(), "[cosa] the mapspace has ", ms.keep.size(), " levels, the arch ",
               a.levels.size());

@@ -11,6 +11,11 @@
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/core/log.h"
+#include "sylva/sched/cosa.h"
+#include "sylva/sched/cosa_gpu.h"
+#include "sylva/sched/cosa_gpu_kernel.h"
+#include "sylva/sched/cosa_kernel.h"
+#include "sylva/sched/cosa_search.h"
 
 namespace sylva::cuda {
 namespace {
@@ -104,6 +109,46 @@ TEST(Nvrtc, TheCacheServesFromMemoryThenFromDiskAndRecompilesDamagedEntries) {
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_CONTAINS(warnings[0], "is damaged (the payload does not match its hash); compiling again");
   EXPECT_EQ(*NvrtcCache(root).compile(k.source, "sm_90"), first);  // the rewritten entry is whole
+}
+
+cosa::Problem conv3x3_layer() {
+  cosa::Problem p;
+  p.name = "conv3x3";
+  p.bounds = {3, 3, 14, 14, 32, 64, 1};
+  return p;
+}
+
+// CoSA's GPU convolutions (sched/cosa_gpu_kernel.h): CoSA's mapping of a
+// 3x3 layer and of a GEMM on the H200, and random valid mappings (split
+// reductions, unstaged tensors among them), compile in both precisions.
+TEST(Nvrtc, CosaConvolutionKernelsCompile) {
+  using namespace cosa;
+  const Arch a = h200_arch();
+  const Mapspace ms = gpu_mapspace(a);
+  std::vector<GpuConvPlan> plans;
+  for (const Problem& p : {gemm_problem(64, 96, 80), conv3x3_layer()}) {
+    plans.push_back(gpu_conv_plan(p, schedule(p, a, ms, {}, cpu_limits()).mapping, a));
+    std::mt19937_64 rng(11);
+    for (int kept = 0, draw = 0; kept < 2 && draw < 200; ++draw) {
+      Mapspace some = ms;
+      some.keep[1][draw % 2 ? Weights : Inputs] = false;
+      const Mapping m = random_mapping(p, a, some, rng);
+      if (!fits_fanout(m, a)) continue;
+      try {
+        plans.push_back(gpu_conv_plan(p, m, a));
+        ++kept;
+      } catch (const Error&) {  // over a capacity: another draw
+      }
+    }
+  }
+  ASSERT_EQ(plans.size(), 6u);
+  NvrtcCache cache("");
+  for (const GpuConvPlan& plan : plans)
+    for (GpuReal real : {GpuReal::f32, GpuReal::f64}) {
+      const auto cubin = cache.compile(gpu_conv_source(plan, real), "sm_90");
+      EXPECT_EQ(cubin->substr(1, 3), "ELF");
+      EXPECT_NE(cubin->find(gpu_conv_kernel_name(plan, real)), std::string::npos) << describe(plan);
+    }
 }
 
 }  // namespace

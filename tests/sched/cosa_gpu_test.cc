@@ -42,7 +42,10 @@ TEST(CosaGpu, LevelsInstancesAndFanouts) {
     EXPECT_EQ(a.levels[i].name, names[i]);
     EXPECT_EQ(a.levels[i].instances, instances[i]) << names[i];
   }
-  EXPECT_EQ(a.levels[0].entries, 255 - 63);  // min(255, 65536 / 128) less a quarter
+  EXPECT_EQ(a.levels[0].entries, 64);  // min(255, 65536 / 128) less a quarter, at most 64
+  GpuFacts few = h200_facts();
+  few.registers_per_sm = 8192;  // 64 per thread: less a quarter, 48
+  EXPECT_EQ(gpu_arch(few).levels[0].entries, 48);
   EXPECT_EQ(a.levels[1].entries, 227 * 256);
   EXPECT_EQ(a.levels[2].entries, 50 * 256 * 1024);
   EXPECT_TRUE(a.levels[3].dram);

@@ -33,8 +33,9 @@ struct GpuFacts {
 };
 
 /// The architecture: "Registers" (per thread: min(255, registers_per_sm /
-/// (warps_per_sm · lanes)) less a quarter for addresses and operands; one
-/// instance per FP32 lane), "SharedMemory" (one per SM, 32 words per cycle
+/// (warps_per_sm · lanes)) less a quarter for addresses and operands, and
+/// at most 64, what the generated kernels keep in registers
+/// (cosa_gpu_kernel.h); one instance per FP32 lane), "SharedMemory" (one per SM, 32 words per cycle
 /// each), "L2", "DRAM" (its bytes per second at the SM clock); float32
 /// words, MAC instances = sms · warps_per_sm · lanes. The L2's bandwidth is
 /// assumed, not read: twice DRAM's. sylva::Error for a fact that is not

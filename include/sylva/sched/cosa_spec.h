@@ -96,6 +96,11 @@ struct Mapping {
   std::vector<LevelMapping> levels;
 };
 
+/// A loop permutation (innermost first, as Timeloop writes it) as the
+/// dimensions outermost first, any it leaves out outermost; sylva::Error
+/// for a letter that is not a dimension.
+std::vector<int> loops_outer_first(const std::string& innermost_first);
+
 /// A mapping of `a` with every factor 1: level names, keep/bypass from
 /// `ms`, a spatial entry where a level fans out, default loop orders.
 Mapping blank_mapping(const Arch& a, const Mapspace& ms);

@@ -54,6 +54,13 @@ run(0 "gemm_8x40x12: valid.*measured: median [0-9.]+ ms over 5 runs.*max error [
 run(0 "name: L1" arch)
 run(0 "name: SharedMemory" arch --gpu)
 run(0 "a: valid, [0-9]+ cycles" schedule --arch gpu --problem "${WORK_DIR}/net/a.yaml")
+run(0 "gpu conv 'gemm_8x16x12': [0-9]+ blocks x [0-9]+ threads.*register tile"
+    schedule --arch gpu --gemm 8x16x12 --emit-cuda "${WORK_DIR}/k.cu")
+file(READ "${WORK_DIR}/k.cu" kernel)
+if(NOT kernel MATCHES "extern \"C\" __global__ void __launch_bounds__\\([0-9]+\\) sylva_cosa_conv_f32_")
+  message(FATAL_ERROR "--emit-cuda wrote no kernel entry point:\n${kernel}")
+endif()
+run(1 "--emit-cuda needs --arch gpu \\(got --arch cpu\\)" schedule --arch cpu --gemm 8x16x12 --emit-cuda "${WORK_DIR}/k2.cu")
 run(0 "a: valid" evaluate ${common} --problem "${WORK_DIR}/net/a.yaml" --mapping "${WORK_DIR}/map.yaml")
 run(0 "random search: [0-9]+ mappings drawn, 5 valid" search --algo random ${common} --problem "${WORK_DIR}/net/a.yaml")
 run(0 "hybrid search: .*a: valid" search --algo hybrid --seconds 0.2 ${common} --problem "${WORK_DIR}/net/a.yaml")

@@ -27,7 +27,9 @@ __device__ __forceinline__ T sylva_sigmoid(T x) { return T(1) / (T(1) + sylva_ex
 
 // @NAME@
 extern "C" __global__ void __launch_bounds__(@WARPS@ * 32) @KERNEL@(SylvaFusedArgs args) {
-  __shared__ T shared_scratch[@WARPS@ * @SCRATCH@];
+  // @WARPS@ * @SCRATCH@ elements, sized at launch (dynamic: above 48 KiB where the GPU allows it).
+  extern __shared__ double sylva_shared_words[];
+  T* shared_scratch = reinterpret_cast<T*>(sylva_shared_words);
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   T* scratch = shared_scratch + warp * @SCRATCH@;

@@ -37,11 +37,14 @@ Backend& backend_for(Device device) {
     }
     case DeviceKind::cuda: {
       // One device per process for now: the CUDA backend sets its device
-      // once, when it is made.
+      // once, when it is made. It is never destroyed: a static's destructor
+      // would run after the CUDA runtime's own teardown (registered at the
+      // first CUDA call, after this static), and cuBLAS handles, streams
+      // and device memory freed then fail; the driver reclaims them at exit.
       static std::mutex mutex;
-      static std::unique_ptr<Backend> cuda;
+      static Backend* cuda = nullptr;
       std::lock_guard<std::mutex> lock(mutex);
-      if (!cuda) cuda = make_cuda_backend(device.index);
+      if (!cuda) cuda = make_cuda_backend(device.index).release();
       SYLVA_CHECK(cuda->device() == device, "[cuda] ", device.str(), " asked for, but this process already uses ",
                   cuda->device().str(), " (one CUDA device per process for now)");
       return *cuda;

@@ -106,7 +106,15 @@ TEST(FusedCodegen, ProgramsThatCannotBeGeneratedAreErrors) {
   // Less scratch fits with fewer warps per block.
   const std::vector<int64_t> mid{4000};
   p.steps = {fused_step(OpKind::Tanh, {-1}, 4000), fused_step(OpKind::Exp, {0}, 4000, 0)};
-  EXPECT_EQ(fused_kernel_source(p, DType::f32, mid).warps, 2);
+  const FusedKernel two = fused_kernel_source(p, DType::f32, mid);
+  EXPECT_EQ(two.warps, 2);
+  EXPECT_EQ(two.shared_bytes, 2 * 4000 * 4);
+  EXPECT_CONTAINS(two.source, "extern __shared__");  // sized at launch, not a static array
+  // An sm_90 block may opt in to 227 KiB: the wide group fits, two warps to a block.
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 20000), fused_step(OpKind::Exp, {0}, 20000, 0)};
+  const FusedKernel big = fused_kernel_source(p, DType::f32, wide, 227 * 1024);
+  EXPECT_EQ(big.warps, 2);
+  EXPECT_EQ(big.shared_bytes, 2 * 80000);
 }
 
 }  // namespace

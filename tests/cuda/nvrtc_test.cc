@@ -58,6 +58,18 @@ TEST(Nvrtc, EveryFusibleOpCompilesInBothPrecisions) {
   EXPECT_EQ(cache.stats().compiles, 2);
 }
 
+// A group with more scratch than 48 KiB (dynamic shared memory, opted in at launch) compiles.
+TEST(Nvrtc, AFusedGroupAbove48KiBOfScratchCompiles) {
+  FusedProgram p;
+  p.name = "wide";
+  p.steps = {fused_step(OpKind::Tanh, {-1}, 20000), fused_step(OpKind::Exp, {0}, 20000, 0)};
+  const std::vector<int64_t> cols{20000};
+  const FusedKernel k = fused_kernel_source(p, DType::f32, cols, 227 * 1024);
+  ASSERT_GT(k.shared_bytes, 48 * 1024);
+  NvrtcCache cache("");
+  EXPECT_NE(cache.compile(k.source, "sm_90")->find(k.kernel), std::string::npos);
+}
+
 TEST(Nvrtc, ASourceThatDoesNotCompileReportsNvrtcsLog) {
   NvrtcCache cache("");
   const std::string err =

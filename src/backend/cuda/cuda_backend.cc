@@ -57,13 +57,25 @@ std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes) {
   return std::unique_ptr<void, DeviceDeleter>(p);
 }
 
+// Makes `index` the calling thread's current device, once per thread: CUDA's
+// current device is per thread, and work issued from another thread (the
+// streaming worker, IOS lanes, a user's threads) would go to device 0.
+void use_device(int index) {
+  thread_local int current = -1;
+  if (current == index) return;
+  SYLVA_CUDA_CHECK(cudaSetDevice(index));
+  current = index;
+}
+
 // Device memory for Buffers (arenas, parameter copies): cudaMalloc'd
 // blocks (256-byte aligned). Releasing or copying a block first waits for
 // the device: kernels queued on any lane may still use it. (Buffers only
 // grow, so neither happens in the steady state.)
 class DeviceMemory final : public Memory {
  public:
+  explicit DeviceMemory(int index) : index_(index) {}
   void* allocate(size_t bytes) override {
+    use_device(index_);
     void* p = nullptr;
     SYLVA_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
     return p;
@@ -73,10 +85,14 @@ class DeviceMemory final : public Memory {
     cudaFree(p);
   }
   void copy(void* dst, const void* src, size_t bytes) override {
+    use_device(index_);
     SYLVA_CUDA_CHECK(cudaDeviceSynchronize());
     if (bytes) SYLVA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
   bool host_visible() const override { return false; }
+
+ private:
+  int index_;
 };
 
 struct EventDeleter {
@@ -116,17 +132,18 @@ struct Scalars {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int index) : index_(index), cache_(cuda::NvrtcCache::default_dir()) {
+  explicit CudaBackend(int index) : index_(index), cache_(cuda::NvrtcCache::default_dir()), memory_(index) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     SYLVA_CHECK(err == cudaSuccess && index >= 0 && index < count, "[cuda] no CUDA device ", index, " visible (",
                 err == cudaSuccess ? std::to_string(count) + " device(s) found" : cudaGetErrorString(err),
                 "); use Device::cpu() or run on a machine with an NVIDIA GPU");
-    SYLVA_CUDA_CHECK(cudaSetDevice(index));
+    use_device(index);
     SYLVA_CUDA_CHECK(cudaFree(nullptr));  // creates the context now, not inside the first kernel call
     cudaDeviceProp prop{};
     SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    max_shared_ = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
     reserve_lanes(2);
     const char* sync_env = std::getenv("SYLVA_CUDA_SYNC");
     sync_each_ = sync_env && std::string(sync_env) == "1";
@@ -203,7 +220,8 @@ class CudaBackend final : public Backend {
     void* params[] = {words_.data()};  // the kernel's one parameter, the struct (copied at launch)
     const int64_t blocks = std::min<int64_t>((rows + l.warps - 1) / l.warps, 65535);
     SYLVA_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(l.function), dim3(static_cast<unsigned>(blocks)),
-                                      dim3(static_cast<unsigned>(l.warps * 32)), params, 0, stream()));
+                                      dim3(static_cast<unsigned>(l.warps * 32)), params,
+                                      static_cast<size_t>(l.shared_bytes), stream()));
     done();
     return true;
   }
@@ -296,7 +314,11 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  cudaStream_t stream() const { return lanes_[static_cast<size_t>(cur_)].stream.get(); }
+  // Every call that issues work goes through here: it sets this thread's device first.
+  cudaStream_t stream() const {
+    use_device(index_);
+    return lanes_[static_cast<size_t>(cur_)].stream.get();
+  }
   cublasHandle_t cublas() const { return lanes_[static_cast<size_t>(cur_)].cublas.get(); }
   Scalars* scalars() const { return lanes_[static_cast<size_t>(cur_)].scalars; }
   // Waits for every lane.
@@ -476,6 +498,7 @@ class CudaBackend final : public Backend {
   struct Launch {
     cudaKernel_t function = nullptr;
     int warps = 0;
+    int64_t shared_bytes = 0;
   };
   const Launch& launch_for(const FusedProgram& prog, DType dtype, std::span<const MatView> in) {
     key_.clear();
@@ -499,12 +522,16 @@ class CudaBackend final : public Backend {
     for (const MatView& v : in) cols.push_back(v.cols);
     cuda::FusedKernel k;
     try {
-      k = cuda::fused_kernel_source(prog, dtype, cols);
+      k = cuda::fused_kernel_source(prog, dtype, cols, max_shared_);
     } catch (const Error& e) {  // refused (e.g. too much scratch): the caller runs the ops one by one
       warn_once(prog.name, e.what());
       return launches_.emplace(key_, Launch{}).first->second;
     }
-    return launches_.emplace(key_, Launch{kernel(k), k.warps}).first->second;
+    const cudaKernel_t f = kernel(k);
+    if (k.shared_bytes > 48 * 1024)  // above the default: opt in (sm_70 and later)
+      SYLVA_CUDA_CHECK(cudaKernelSetAttributeForDevice(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       static_cast<int>(k.shared_bytes), index_));
+    return launches_.emplace(key_, Launch{f, k.warps, k.shared_bytes}).first->second;
   }
 
   // The kernel of a generated source, compiled (or found in the cache) and
@@ -537,6 +564,7 @@ class CudaBackend final : public Backend {
 
   int index_;
   std::string arch_;
+  int64_t max_shared_ = 48 * 1024;  // dynamic shared memory a block may opt in to
   cuda::NvrtcCache cache_;
   struct Lane {
     std::unique_ptr<CUstream_st, StreamDeleter> stream;

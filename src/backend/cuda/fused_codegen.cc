@@ -100,6 +100,7 @@ void finish_kernel(FusedKernel& k, const FusedProgram& p, DType dtype, const std
   SYLVA_CHECK(std::max<int64_t>(k.scratch_per_warp, 1) * elem <= max_shared_bytes, what, ": ",
               k.scratch_per_warp * elem, " bytes of scratch per row, more than the ", max_shared_bytes,
               " bytes of shared memory (run it unfused)");
+  k.shared_bytes = k.warps * std::max<int64_t>(k.scratch_per_warp, 1) * elem;
   // The name keys the kernel by its shape as well as its ops (one module per program).
   k.kernel = "sylva_fused_" + hex64(fnv1a(text));
   k.source = std::string(kFusedRowsTemplate);

@@ -115,12 +115,13 @@ struct Row {
   double update_s = 0, step_s = 0;  // medians: the optimiser update, and the whole step by wall clock
   int64_t kernels = -1;
   double peak_rss_mb = 0, epoch_s = -1, epoch_compute_s = -1, loss = 0;
+  double peak_device_mb = -1;  // the device memory's peak (cached blocks included); -1 on the CPU
 };
 
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -130,7 +131,7 @@ std::string csv_line(const Row& r) {
     << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
     << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
-    << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer;
+    << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer << ',' << r.peak_device_mb;
   return o.str();
 }
 
@@ -143,7 +144,8 @@ nlohmann::json to_json(const Row& r) {
           {"movement_s", r.movement_s}, {"build_share", r.build_share}, {"movement_share", r.movement_share},
           {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
           {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device},
-          {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer}};
+          {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer},
+          {"peak_device_mb", r.peak_device_mb}};
 }
 
 StrategyOptions strategy_options(const Options& o) {
@@ -385,11 +387,14 @@ int run(const Options& o) {
                     samples.size(), " samples");
         for (const std::string& mode : modes) {
           reset_peak_rss();
+          Memory& device_memory = backend_for(Device::parse(o.device)).memory();
+          device_memory.reset_peak();
           std::vector<Row> measured =
               o.bucket > 0
                   ? measure(cs, bucketed(samples, b, o.bucket, o.seed), b, mode == "train", data.unit == "sentences", o)
                   : measure(cs, samples, b, mode == "train", data.unit == "sentences", o);
           const double rss = peak_rss_mb();
+          const int64_t device_peak = device_memory.peak_bytes();
           for (Row& r : measured) {
             r.workload = o.workload;
             r.mode = mode;
@@ -402,6 +407,7 @@ int run(const Options& o) {
             r.device = o.device;
             r.optimizer = mode == "train" ? o.optimizer : "none";
             r.peak_rss_mb = rss;
+            r.peak_device_mb = device_peak < 0 ? -1 : static_cast<double>(device_peak) / (1 << 20);
             if (o.estimate_epoch) {
               r.epoch_s = static_cast<double>(total_units) / r.units_per_s;
               if (data.unit == "sentences") r.epoch_s = static_cast<double>(samples.size()) / r.samples_per_s;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace sylva {
 
@@ -19,6 +20,10 @@ class Memory {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   /// Whether the host may read and write these pointers directly.
   virtual bool host_visible() const = 0;
+  /// The most bytes held at once since the last reset_peak() (a device's
+  /// memory, cached blocks included); -1 where it is not tracked.
+  virtual int64_t peak_bytes() const { return -1; }
+  virtual void reset_peak() {}
 };
 
 /// Host memory (aligned_alloc / memcpy).

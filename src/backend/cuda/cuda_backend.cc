@@ -26,6 +26,7 @@
 #include "cuda/ops.h"
 #include "cuda/optim.h"
 #include "cuda/rows.h"
+#include "block_cache.h"
 #include "cuda_check.h"
 #include "fused_codegen.h"
 #include "nvrtc_cache.h"
@@ -67,22 +68,24 @@ void use_device(int index) {
   current = index;
 }
 
-// Device memory for Buffers (arenas, parameter copies): cudaMalloc'd
-// blocks (256-byte aligned). Releasing or copying a block first waits for
-// the device: kernels queued on any lane may still use it. (Buffers only
-// grow, so neither happens in the steady state.)
+// Device memory for Buffers (arenas, parameter copies, scratch): a
+// stream-ordered cache of cudaMalloc'd blocks (block_cache.h). Releasing
+// does not wait for the device: the block is reused once the work queued
+// on every lane before its release is done. Copying waits (Buffers copy
+// only when they grow, which the steady state does not do).
 class DeviceMemory final : public Memory {
  public:
-  explicit DeviceMemory(int index) : index_(index) {}
+  DeviceMemory(int index, cuda::BlockCacheOps ops) : index_(index), cache_(std::move(ops)) {}
   void* allocate(size_t bytes) override {
     use_device(index_);
-    void* p = nullptr;
-    SYLVA_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(bytes, 1)));
-    return p;
+    return cache_.allocate(std::max<size_t>(bytes, 1));
   }
   void release(void* p) noexcept override {
-    cudaDeviceSynchronize();
-    cudaFree(p);
+    try {
+      cache_.release(p);
+    } catch (const std::exception& e) {  // marking failed: the device is broken; the block stays allocated
+      log(LogLevel::error, std::string("[cuda] releasing device memory: ") + e.what());
+    }
   }
   void copy(void* dst, const void* src, size_t bytes) override {
     use_device(index_);
@@ -90,9 +93,12 @@ class DeviceMemory final : public Memory {
     if (bytes) SYLVA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
   }
   bool host_visible() const override { return false; }
+  int64_t peak_bytes() const override { return cache_.stats().peak; }
+  void reset_peak() override { cache_.reset_peak(); }
 
  private:
   int index_;
+  cuda::BlockCache cache_;
 };
 
 struct EventDeleter {
@@ -132,7 +138,8 @@ struct Scalars {
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int index) : index_(index), cache_(cuda::NvrtcCache::default_dir()), memory_(index) {
+  explicit CudaBackend(int index)
+      : index_(index), cache_(cuda::NvrtcCache::default_dir()), memory_(index, memory_ops()) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     SYLVA_CHECK(err == cudaSuccess && index >= 0 && index < count, "[cuda] no CUDA device ", index, " visible (",
@@ -315,6 +322,50 @@ class CudaBackend final : public Backend {
 
  private:
   // Every call that issues work goes through here: it sets this thread's device first.
+  // The memory cache's CUDA calls; a marker is an event on every lane.
+  cuda::BlockCacheOps memory_ops() {
+    return {.malloc =
+                [](size_t bytes) -> void* {
+                  void* p = nullptr;
+                  const cudaError_t err = cudaMalloc(&p, bytes);
+                  if (err == cudaErrorMemoryAllocation) {
+                    cudaGetLastError();  // clear it: the cache frees what it holds and tries again
+                    return nullptr;
+                  }
+                  SYLVA_CUDA_CHECK(err);
+                  return p;
+                },
+            .free = [](void* p) { cudaFree(p); },
+            .mark = [this] { return mark_lanes(); },
+            .done = [this](uint64_t m) { return marker_done(m); },
+            .wait_all = [this] { sync(); }};
+  }
+  uint64_t mark_lanes() {
+    std::lock_guard<std::mutex> lock(marker_mutex_);
+    std::vector<cudaEvent_t> recorded;
+    for (const Lane& lane : lanes_) {
+      cudaEvent_t e = nullptr;
+      SYLVA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      recorded.push_back(e);
+      SYLVA_CUDA_CHECK(cudaEventRecord(e, lane.stream.get()));
+    }
+    markers_.emplace(++last_marker_, std::move(recorded));
+    return last_marker_;
+  }
+  bool marker_done(uint64_t m) {
+    std::lock_guard<std::mutex> lock(marker_mutex_);
+    const auto it = markers_.find(m);
+    if (it == markers_.end()) return true;  // found done before
+    for (cudaEvent_t e : it->second) {
+      const cudaError_t err = cudaEventQuery(e);
+      if (err == cudaErrorNotReady) return false;
+      SYLVA_CUDA_CHECK(err);
+    }
+    for (cudaEvent_t e : it->second) cudaEventDestroy(e);
+    markers_.erase(it);
+    return true;
+  }
+
   cudaStream_t stream() const {
     use_device(index_);
     return lanes_[static_cast<size_t>(cur_)].stream.get();
@@ -576,6 +627,9 @@ class CudaBackend final : public Backend {
   int cur_ = 0;
   std::vector<std::unique_ptr<CUevent_st, EventDeleter>> events_;
   std::vector<uint64_t> free_events_;
+  std::mutex marker_mutex_;  // markers_: releases may come from any thread
+  std::map<uint64_t, std::vector<cudaEvent_t>> markers_;
+  uint64_t last_marker_ = 0;
   DeviceMemory memory_;
   bool sync_each_ = false;
   // The staging ring (reserve_ring()): pinned host memory and its device mirror.

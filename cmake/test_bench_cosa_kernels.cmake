@@ -4,12 +4,7 @@
 # the reference inside the driver (a wrong kernel exits non-zero), the
 # correlation runs on one layer, the CSV has a row per layer; then two
 # small GEMMs (--gemm) against oneDNN's sgemm.
-file(REMOVE_RECURSE "${WORK_DIR}")
-file(MAKE_DIRECTORY "${WORK_DIR}/net")
-file(WRITE "${WORK_DIR}/net/a.yaml" "problem:\n  R: 3\n  S: 3\n  P: 6\n  Q: 6\n  C: 8\n  K: 32\n  N: 1\n")
-file(WRITE "${WORK_DIR}/net/b.yaml"
-     "problem:\n  R: 1\n  S: 1\n  P: 5\n  Q: 5\n  C: 16\n  K: 48\n  N: 1\n  Wstride: 2\n  Hstride: 2\n")
-file(WRITE "${WORK_DIR}/net/layers.yaml" "- a\n- b\n")
+include(${CMAKE_CURRENT_LIST_DIR}/cosa_bench_fixture.cmake)
 execute_process(COMMAND "${BENCH}" --layers "${WORK_DIR}/net/layers.yaml" --reps 1 --correlate 1 --mappings 5
                         --budgets 1,10 --csv "${WORK_DIR}/out.csv"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -139,17 +139,6 @@ double correlate(const Problem& p, const Arch& a, const Mapspace& ms, LayerData&
   return predicted.size() >= 3 ? spearman(predicted, measured) : NAN;
 }
 
-std::vector<double> parse_budgets(const std::string& text) {
-  std::vector<double> budgets;
-  for (size_t at = 0; at < text.size();) {
-    const size_t end = std::min(text.find(',', at), text.size());
-    budgets.push_back(std::stod(text.substr(at, end - at)));
-    SYLVA_CHECK(budgets.back() > 0, "[bench_cosa_gpu] --budgets are positive multiples, got '", text, "'");
-    at = end + 1;
-  }
-  return budgets;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,11 +221,7 @@ int main(int argc, char** argv) {
       vs_cudnn.add(cosa_ms / cudnn_ms);
       ++done;
     }
-    std::printf("%d layers; geomean of search time / CoSA time (> 1: CoSA's kernel is faster): random-5 %.2f", done,
-                vs_search[0].value());
-    for (size_t i = 0; i < budgets.size(); ++i)
-      std::printf(", random at %gx %.2f (%d found)", budgets[i], vs_search[i + 1].value(), vs_search[i + 1].n);
-    std::printf(", hybrid at %gx %.2f\n", budgets.back(), vs_search.back().value());
+    print_search_geomeans(done, vs_search, budgets);
     std::printf("geomean of CoSA time / cuDNN time (> 1: cuDNN is faster): %.2f\n", vs_cudnn.value());
     std::printf("CoSA solve time per layer: mean %.3f s, max %.3f s\n", solve_sum / std::max(done, 1), solve_max);
     if (!rhos.empty()) {

@@ -216,13 +216,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::vector<double> budgets;
-    for (size_t at = 0; at < budgets_text.size();) {
-      const size_t end = std::min(budgets_text.find(',', at), budgets_text.size());
-      budgets.push_back(std::stod(budgets_text.substr(at, end - at)));
-      SYLVA_CHECK(budgets.back() > 0, "[bench_cosa_kernels] --budgets are positive multiples, got '", budgets_text, "'");
-      at = end + 1;
-    }
+    const std::vector<double> budgets = parse_budgets(budgets_text);
     set_flush_denormals(true);
     const int t = threads > 0 ? threads : usable_cpu_cores();
     const Arch a = this_cpu_arch();
@@ -303,11 +297,7 @@ int main(int argc, char** argv) {
       vs_dnnl_nchw.add(cosa_ms / nchw_ms);
       ++done;
     }
-    std::printf("%d layers; geomean of search time / CoSA time (> 1: CoSA's kernel is faster): random-5 %.2f", done,
-                vs_search[0].value());
-    for (size_t i = 0; i < budgets.size(); ++i)
-      std::printf(", random at %gx %.2f (%d found)", budgets[i], vs_search[i + 1].value(), vs_search[i + 1].n);
-    std::printf(", hybrid at %gx %.2f\n", budgets.back(), vs_search.back().value());
+    print_search_geomeans(done, vs_search, budgets);
     if (gemm)
       std::printf("geomean of CoSA time / oneDNN sgemm time (> 1: oneDNN is faster): %.2f\n", vs_dnnl.value());
     else

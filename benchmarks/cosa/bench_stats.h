@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <string>
 #include <vector>
+
+#include "sylva/core/error.h"
 
 namespace sylva::cosa::bench {
 
@@ -76,5 +80,27 @@ struct Geomean {
   }
   double value() const { return n ? std::exp(log_sum / n) : NAN; }
 };
+
+// "1,10,100": the search time budgets, as multiples of CoSA's solve time.
+inline std::vector<double> parse_budgets(const std::string& text) {
+  std::vector<double> budgets;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    budgets.push_back(std::stod(text.substr(at, end - at)));
+    SYLVA_CHECK(budgets.back() > 0, "[bench] --budgets are positive multiples, got '", text, "'");
+    at = end + 1;
+  }
+  return budgets;
+}
+
+// The summary line of search time / CoSA time: random-5, random at each
+// budget, the hybrid at the last budget (vs_search in that order).
+inline void print_search_geomeans(int layers, const std::vector<Geomean>& vs_search, const std::vector<double>& budgets) {
+  std::printf("%d layers; geomean of search time / CoSA time (> 1: CoSA's kernel is faster): random-5 %.2f", layers,
+              vs_search[0].value());
+  for (size_t i = 0; i < budgets.size(); ++i)
+    std::printf(", random at %gx %.2f (%d found)", budgets[i], vs_search[i + 1].value(), vs_search[i + 1].n);
+  std::printf(", hybrid at %gx %.2f\n", budgets.back(), vs_search.back().value());
+}
 
 }  // namespace sylva::cosa::bench

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "../backend/cuda/cuda_check.h"
+#include "../backend/cuda/device_memory.h"
 #include "../backend/cuda/nvrtc_cache.h"
 #include "sylva/graph/cosa_gpu_run.h"
 #include "sylva/sched/cosa_kernel.h"
@@ -10,20 +11,7 @@
 namespace sylva::cosa {
 namespace {
 
-struct DeviceFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
-struct LibraryUnload {
-  void operator()(CUlib_st* l) const { cudaLibraryUnload(l); }
-};
-struct StreamDestroy {
-  void operator()(CUstream_st* s) const { cudaStreamDestroy(s); }
-};
-struct EventDestroy {
-  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
-};
-
-using Device = std::unique_ptr<void, DeviceFree>;
+using Device = std::unique_ptr<void, cuda::DeviceDeleter>;
 
 Device upload(const float* host, int64_t n) {
   void* p = nullptr;
@@ -33,10 +21,10 @@ Device upload(const float* host, int64_t n) {
   return d;
 }
 
-std::unique_ptr<CUevent_st, EventDestroy> event() {
+std::unique_ptr<CUevent_st, cuda::EventDeleter> event() {
   cudaEvent_t e = nullptr;
   SYLVA_CUDA_CHECK(cudaEventCreate(&e));
-  return std::unique_ptr<CUevent_st, EventDestroy>(e);
+  return std::unique_ptr<CUevent_st, cuda::EventDeleter>(e);
 }
 
 }  // namespace
@@ -61,7 +49,7 @@ GpuRun run_gpu_conv(const GpuConvPlan& plan, const float* weights, const float* 
   run.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   cudaLibrary_t lib = nullptr;
   SYLVA_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  const std::unique_ptr<CUlib_st, LibraryUnload> owned(lib);
+  const std::unique_ptr<CUlib_st, cuda::LibraryDeleter> owned(lib);
   cudaKernel_t kernel = nullptr;
   SYLVA_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, gpu_conv_kernel_name(plan, GpuReal::f32).c_str()));
   const int64_t smem = plan.shared_bytes(sizeof(float));
@@ -76,7 +64,7 @@ GpuRun run_gpu_conv(const GpuConvPlan& plan, const float* weights, const float* 
   const Device out = upload(nullptr, output_size(p));
   cudaStream_t s = nullptr;
   SYLVA_CUDA_CHECK(cudaStreamCreate(&s));
-  const std::unique_ptr<CUstream_st, StreamDestroy> stream(s);
+  const std::unique_ptr<CUstream_st, cuda::StreamDeleter> stream(s);
   const auto start = event(), stop = event();
   const void* wp = w.get();
   const void* ip = in.get();

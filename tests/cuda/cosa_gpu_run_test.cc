@@ -8,6 +8,7 @@
 #include <random>
 
 #include "gpu.h"
+#include "support/cosa_fixture.h"
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/graph/cosa_gpu_run.h"
@@ -18,14 +19,6 @@
 
 namespace sylva::cosa {
 namespace {
-
-Problem layer(std::array<int64_t, kDims> bounds, int64_t stride = 1) {
-  Problem p;
-  p.name = "test";
-  p.bounds = bounds;
-  p.w_stride = p.h_stride = stride;
-  return p;
-}
 
 double gpu_error(const GpuConvPlan& plan) {
   const Problem& p = plan.problem;
@@ -48,8 +41,8 @@ TEST(CosaGpuRun, CoSAsAndRandomMappingsRunAsThePlainConvolution) {
   if (const std::string why = test::no_gpu_reason(); !why.empty()) GTEST_SKIP() << why << test::kGpuTestsHint;
   const Arch a = this_gpu_arch();
   std::mt19937_64 rng(3);
-  for (const Problem& p : {layer({3, 3, 14, 14, 32, 64, 1}), layer({3, 3, 7, 7, 64, 32, 2}, 2), gemm_problem(96, 128, 64),
-                           layer({1, 1, 28, 28, 64, 64, 1})}) {
+  for (const Problem& p : {test::conv_layer({3, 3, 14, 14, 32, 64, 1}), test::conv_layer({3, 3, 7, 7, 64, 32, 2}, 2), gemm_problem(96, 128, 64),
+                           test::conv_layer({1, 1, 28, 28, 64, 64, 1})}) {
     const GpuConvPlan cosa = gpu_conv_plan(p, schedule(p, a, gpu_mapspace(a), {}, cpu_limits()).mapping, a);
     EXPECT_LT(gpu_error(cosa), 1e-5) << describe(cosa);
     for (int kept = 0, draw = 0; kept < 4 && draw < 400; ++draw) {

@@ -21,15 +21,6 @@ namespace {
 
 using test::error_of;
 
-Problem layer(std::array<int64_t, kDims> bounds, int64_t stride = 1, int64_t dilation = 1) {
-  Problem p;
-  p.name = "test";
-  p.bounds = bounds;
-  p.w_stride = p.h_stride = stride;
-  p.w_dilation = p.h_dilation = dilation;
-  return p;
-}
-
 // 4 SMs of 2 warps x 4 lanes, 64 registers per SM (6 per thread), 1 KiB of shared memory.
 Arch small_gpu() {
   GpuFacts f;
@@ -65,11 +56,11 @@ double emulated_error(const GpuConvPlan& plan) {
 
 const std::vector<Problem>& layers() {
   static const std::vector<Problem> l{
-      layer({3, 3, 6, 6, 4, 8, 2}),           // 3x3, batch 2
-      layer({3, 3, 4, 5, 6, 4, 1}, 2),        // stride 2, P != Q
-      layer({3, 1, 5, 4, 3, 6, 1}, 1, 2),     // rectangular kernel, dilation 2
-      layer({3, 3, 4, 4, 2, 4, 2}, 2, 2),     // stride and dilation 2
-      layer({1, 1, 7, 7, 16, 12, 1}),         // pointwise
+      test::conv_layer({3, 3, 6, 6, 4, 8, 2}),           // 3x3, batch 2
+      test::conv_layer({3, 3, 4, 5, 6, 4, 1}, 2),        // stride 2, P != Q
+      test::conv_layer({3, 1, 5, 4, 3, 6, 1}, 1, 2),     // rectangular kernel, dilation 2
+      test::conv_layer({3, 3, 4, 4, 2, 4, 2}, 2, 2),     // stride and dilation 2
+      test::conv_layer({1, 1, 7, 7, 16, 12, 1}),         // pointwise
       gemm_problem(12, 20, 18),               // a GEMM
   };
   return l;
@@ -127,7 +118,7 @@ TEST(CosaGpuKernel, RandomValidMappingsRunAsThePlainConvolution) {
 
 TEST(CosaGpuKernel, ThePlanFollowsTheMappingsLevels) {
   const Arch a = h200_arch();
-  const Problem p = layer({3, 3, 8, 8, 4, 16, 1});
+  const Problem p = test::conv_layer({3, 3, 8, 8, 4, 16, 1});
   Mapping m = blank_mapping(a, gpu_mapspace(a));
   m.levels[0].temporal[K] = 2;  // registers: 2 x 2 outputs
   m.levels[0].temporal[Q] = 2;
@@ -158,7 +149,7 @@ TEST(CosaGpuKernel, ThePlanFollowsTheMappingsLevels) {
 
 TEST(CosaGpuKernel, MappingsItCannotRunNameTheLevelAndTensor) {
   const Arch a = small_gpu();
-  const Problem p = layer({3, 3, 8, 8, 4, 16, 1});
+  const Problem p = test::conv_layer({3, 3, 8, 8, 4, 16, 1});
   Mapping regs = blank_mapping(a, gpu_mapspace(a));
   regs.levels[0].temporal[K] = 16;  // 16 accumulators: the small GPU's threads have 6 registers
   regs.levels[3].temporal = {3, 3, 8, 8, 4, 1, 1};

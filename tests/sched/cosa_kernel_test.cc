@@ -21,15 +21,6 @@ using test::error_of;
 
 Arch two_core_cpu() { return cpu_arch(test::two_core_facts()); }
 
-Problem layer(std::array<int64_t, kDims> bounds, int64_t stride = 1, int64_t dilation = 1) {
-  Problem p;
-  p.name = "test";
-  p.bounds = bounds;
-  p.w_stride = p.h_stride = stride;
-  p.w_dilation = p.h_dilation = dilation;
-  return p;
-}
-
 template <class T>
 std::vector<T> random_values(int64_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -62,8 +53,8 @@ double relative_error(const Problem& p, const Mapping& m, const Arch& a, int thr
 
 TEST(CosaKernel, RunsCosasMappingOfALayer) {
   const Arch a = two_core_cpu();
-  for (const Problem& p : {layer({3, 3, 8, 8, 16, 32, 1}), layer({1, 1, 7, 7, 32, 16, 2}),
-                           layer({3, 3, 5, 5, 8, 8, 1}, /*stride=*/2), layer({3, 3, 6, 6, 4, 8, 1}, 1, /*dilation=*/2)}) {
+  for (const Problem& p : {test::conv_layer({3, 3, 8, 8, 16, 32, 1}), test::conv_layer({1, 1, 7, 7, 32, 16, 2}),
+                           test::conv_layer({3, 3, 5, 5, 8, 8, 1}, /*stride=*/2), test::conv_layer({3, 3, 6, 6, 4, 8, 1}, 1, /*dilation=*/2)}) {
     const Result r = schedule(p, a, keep_everything(a));
     EXPECT_LT(relative_error<double>(p, r.mapping, a, 2), 1e-13);
     EXPECT_LT(relative_error<float>(p, r.mapping, a, 2), 1e-5);
@@ -73,7 +64,7 @@ TEST(CosaKernel, RunsCosasMappingOfALayer) {
 TEST(CosaKernel, RunsRandomValidMappingsOnOneAndTwoThreads) {
   const Arch a = two_core_cpu();
   const Mapspace ms = keep_everything(a);
-  const Problem p = layer({3, 3, 6, 4, 6, 8, 2}, 1);
+  const Problem p = test::conv_layer({3, 3, 6, 4, 6, 8, 2}, 1);
   std::mt19937_64 rng(5);
   int tried = 0, threaded = 0;
   while (tried < 60) {
@@ -105,8 +96,8 @@ TEST(CosaKernel, RandomValidMappingsInFloat32ThroughTheMicroKernel) {
   int along_k = 0, along_q = 0;
   Mapspace q_lanes = cpu_mapspace(a);
   q_lanes.spatial_dims[1] = {false, false, false, true, false, false, false};
-  for (const Problem& p : {layer({3, 3, 7, 9, 6, 20, 2}), layer({1, 3, 5, 11, 3, 17, 1}, /*stride=*/2),
-                           layer({3, 2, 6, 19, 4, 12, 1}, 1, /*dilation=*/2)}) {
+  for (const Problem& p : {test::conv_layer({3, 3, 7, 9, 6, 20, 2}), test::conv_layer({1, 3, 5, 11, 3, 17, 1}, /*stride=*/2),
+                           test::conv_layer({3, 2, 6, 19, 4, 12, 1}, 1, /*dilation=*/2)}) {
     for (const Mapspace& ms : {cpu_mapspace(a), q_lanes, keep_everything(a)}) {
       for (int tried = 0; tried < 25;) {
         const Mapping m = random_mapping(p, a, ms, rng);
@@ -123,7 +114,7 @@ TEST(CosaKernel, RandomValidMappingsInFloat32ThroughTheMicroKernel) {
 
 TEST(CosaKernel, CosasCpuMappingsVectoriseAlongK) {
   const Arch a = two_core_cpu();
-  const Problem p = layer({3, 3, 14, 14, 32, 64, 1});
+  const Problem p = test::conv_layer({3, 3, 14, 14, 32, 64, 1});
   const Result r = schedule(p, a, cpu_mapspace(a));
   EXPECT_EQ(r.mapping.levels[1].spatial[K], 16) << mapping_yaml(r.mapping);  // every lane busy, along K
   EXPECT_LT(relative_error<float>(p, r.mapping, a, 2), 1e-5);
@@ -137,7 +128,7 @@ TEST(CosaKernel, PackedWeightsGiveTheSameOutputs) {
   std::mt19937_64 rng(17);
   Mapspace q_lanes = cpu_mapspace(a);
   q_lanes.spatial_dims[1] = {false, false, false, true, false, false, false};
-  const Problem p = layer({3, 3, 6, 9, 5, 20, 2}, /*stride=*/2);
+  const Problem p = test::conv_layer({3, 3, 6, 9, 5, 20, 2}, /*stride=*/2);
   const std::vector<float> w = random_values<float>(weight_size(p), 1), in = random_values<float>(input_size(p), 2);
   const PackedWeights packed = pack_weights(p, w.data(), 2);
   for (const Mapspace& ms : {cpu_mapspace(a), q_lanes})
@@ -150,7 +141,7 @@ TEST(CosaKernel, PackedWeightsGiveTheSameOutputs) {
       run_conv(p, m, a, packed, in.data(), from_packed.data(), 2);
       EXPECT_EQ(plain, from_packed) << mapping_yaml(m);
     }
-  const Problem other = layer({3, 3, 6, 9, 5, 21, 2}, 2);
+  const Problem other = test::conv_layer({3, 3, 6, 9, 5, 21, 2}, 2);
   const Result r = schedule(other, a, cpu_mapspace(a));
   std::vector<float> in2(static_cast<size_t>(input_size(other))), out2(static_cast<size_t>(output_size(other)));
   EXPECT_CONTAINS(error_of([&] { run_conv(other, r.mapping, a, packed, in2.data(), out2.data()); }),
@@ -168,7 +159,7 @@ TEST(CosaKernel, EstimatesTheMicroKernelsCallsByHand) {
   GTEST_SKIP() << "the hand-worked numbers assume AVX-512's 16 float32 lanes";
 #else
   const Arch a = two_core_cpu();
-  const Problem p = layer({1, 1, 4, 1, 8, 32, 1});  // R S P Q C K N
+  const Problem p = test::conv_layer({1, 1, 4, 1, 8, 32, 1});  // R S P Q C K N
   Mapping m = blank_mapping(a, cpu_mapspace(a));
   m.levels[1].spatial[K] = 16;
   m.levels[0].temporal[K] = 2;
@@ -205,7 +196,7 @@ TEST(CosaKernel, EstimatesTheMicroKernelsCallsByHand) {
 
 TEST(CosaKernel, RefusesAMappingThatDoesNotCoverTheLayer) {
   const Arch a = two_core_cpu();
-  const Problem p = layer({3, 3, 4, 4, 4, 4, 1});
+  const Problem p = test::conv_layer({3, 3, 4, 4, 4, 4, 1});
   Mapping m = blank_mapping(a, keep_everything(a));  // every factor 1: nothing covers R..K
   std::vector<double> w(static_cast<size_t>(weight_size(p))), in(static_cast<size_t>(input_size(p))),
       out(static_cast<size_t>(output_size(p)));
@@ -269,7 +260,7 @@ TEST(CosaKernel, GemmRefusesBadBoundsAndConvolutionProblems) {
   for (const char* bad : {"64x640", "3x4x5x6", "3x4x5 ", "axbxc", ""})
     EXPECT_CONTAINS(error_of([&] { parse_gemm(bad); }), "a GEMM is m x n x k") << bad;
   const Arch a = two_core_cpu();
-  const Problem conv = layer({3, 3, 4, 4, 4, 4, 1});
+  const Problem conv = test::conv_layer({3, 3, 4, 4, 4, 4, 1});
   const Result r = schedule(conv, a, keep_everything(a));
   std::vector<float> buf(1024);
   EXPECT_CONTAINS(error_of([&] { run_gemm(conv, r.mapping, a, buf.data(), buf.data(), buf.data()); }),

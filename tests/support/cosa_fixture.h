@@ -2,6 +2,8 @@
 // facts of a made-up two-core CPU.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "sylva/sched/cosa_cpu.h"
@@ -31,6 +33,16 @@ inline std::string tiny_cosa_arch(int buffer_entries) {
 
 // Two cores with 16 float lanes and 32 vector registers, private 32 KiB L1
 // and 1 MiB L2, a 32 MiB L3 shared by both.
+// A convolution layer named "test" with equal strides and dilations.
+inline cosa::Problem conv_layer(std::array<int64_t, cosa::kDims> bounds, int64_t stride = 1, int64_t dilation = 1) {
+  cosa::Problem p;
+  p.name = "test";
+  p.bounds = bounds;
+  p.w_stride = p.h_stride = stride;
+  p.w_dilation = p.h_dilation = dilation;
+  return p;
+}
+
 inline cosa::CpuFacts two_core_facts() {
   cosa::CpuFacts f;
   f.cores = 2;

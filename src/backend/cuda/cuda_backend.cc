@@ -26,8 +26,8 @@
 #include "cuda/ops.h"
 #include "cuda/optim.h"
 #include "cuda/rows.h"
-#include "block_cache.h"
 #include "cuda_check.h"
+#include "device_memory.h"
 #include "fused_codegen.h"
 #include "nvrtc_cache.h"
 #include "row_targets.h"
@@ -38,76 +38,15 @@ namespace {
 
 using ir::OpKind;
 
-struct StreamDeleter {
-  void operator()(CUstream_st* s) const { cudaStreamDestroy(s); }
-};
 struct CublasDeleter {
   void operator()(cublasContext* h) const { cublasDestroy(h); }
 };
-struct DeviceDeleter {
-  void operator()(void* p) const { cudaFree(p); }
-};
-struct LibraryDeleter {
-  void operator()(CUlib_st* l) const { cudaLibraryUnload(l); }
-};
-
 // A device allocation of fixed size.
-std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes) {
+std::unique_ptr<void, cuda::DeviceDeleter> device_alloc(size_t bytes) {
   void* p = nullptr;
   SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes));
-  return std::unique_ptr<void, DeviceDeleter>(p);
+  return std::unique_ptr<void, cuda::DeviceDeleter>(p);
 }
-
-// Makes `index` the calling thread's current device, once per thread: CUDA's
-// current device is per thread, and work issued from another thread (the
-// streaming worker, IOS lanes, a user's threads) would go to device 0.
-void use_device(int index) {
-  thread_local int current = -1;
-  if (current == index) return;
-  SYLVA_CUDA_CHECK(cudaSetDevice(index));
-  current = index;
-}
-
-// Device memory for Buffers (arenas, parameter copies, scratch): a
-// stream-ordered cache of cudaMalloc'd blocks (block_cache.h). Releasing
-// does not wait for the device: the block is reused once the work queued
-// on every lane before its release is done. Copying waits (Buffers copy
-// only when they grow, which the steady state does not do).
-class DeviceMemory final : public Memory {
- public:
-  DeviceMemory(int index, cuda::BlockCacheOps ops) : index_(index), cache_(std::move(ops)) {}
-  void* allocate(size_t bytes) override {
-    use_device(index_);
-    return cache_.allocate(std::max<size_t>(bytes, 1));
-  }
-  void release(void* p) noexcept override {
-    try {
-      cache_.release(p);
-    } catch (const std::exception& e) {  // marking failed: the device is broken; the block stays allocated
-      log(LogLevel::error, std::string("[cuda] releasing device memory: ") + e.what());
-    }
-  }
-  void copy(void* dst, const void* src, size_t bytes) override {
-    use_device(index_);
-    SYLVA_CUDA_CHECK(cudaDeviceSynchronize());
-    if (bytes) SYLVA_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-  }
-  bool host_visible() const override { return false; }
-  int64_t peak_bytes() const override { return cache_.stats().peak; }
-  void reset_peak() override { cache_.reset_peak(); }
-
- private:
-  int index_;
-  cuda::BlockCache cache_;
-};
-
-struct EventDeleter {
-  void operator()(CUevent_st* e) const { cudaEventDestroy(e); }
-};
-
-struct PinnedDeleter {
-  void operator()(void* p) const { cudaFreeHost(p); }
-};
 
 // Ops with a kernel of their own in kernels/cuda/ops.cu (the fusible ones
 // run as one-step fused groups, MatMul through cuBLAS).
@@ -139,13 +78,13 @@ struct Scalars {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(int index)
-      : index_(index), cache_(cuda::NvrtcCache::default_dir()), memory_(index, memory_ops()) {
+      : index_(index), cache_(cuda::NvrtcCache::default_dir()), memory_(index, [this] { return lane_streams(); }) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
     SYLVA_CHECK(err == cudaSuccess && index >= 0 && index < count, "[cuda] no CUDA device ", index, " visible (",
                 err == cudaSuccess ? std::to_string(count) + " device(s) found" : cudaGetErrorString(err),
                 "); use Device::cpu() or run on a machine with an NVIDIA GPU");
-    use_device(index);
+    cuda::use_device(index);
     SYLVA_CUDA_CHECK(cudaFree(nullptr));  // creates the context now, not inside the first kernel call
     cudaDeviceProp prop{};
     SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
@@ -321,53 +260,14 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  std::vector<cudaStream_t> lane_streams() const {
+    std::vector<cudaStream_t> s;
+    for (const Lane& lane : lanes_) s.push_back(lane.stream.get());
+    return s;
+  }
   // Every call that issues work goes through here: it sets this thread's device first.
-  // The memory cache's CUDA calls; a marker is an event on every lane.
-  cuda::BlockCacheOps memory_ops() {
-    return {.malloc =
-                [](size_t bytes) -> void* {
-                  void* p = nullptr;
-                  const cudaError_t err = cudaMalloc(&p, bytes);
-                  if (err == cudaErrorMemoryAllocation) {
-                    cudaGetLastError();  // clear it: the cache frees what it holds and tries again
-                    return nullptr;
-                  }
-                  SYLVA_CUDA_CHECK(err);
-                  return p;
-                },
-            .free = [](void* p) { cudaFree(p); },
-            .mark = [this] { return mark_lanes(); },
-            .done = [this](uint64_t m) { return marker_done(m); },
-            .wait_all = [this] { sync(); }};
-  }
-  uint64_t mark_lanes() {
-    std::lock_guard<std::mutex> lock(marker_mutex_);
-    std::vector<cudaEvent_t> recorded;
-    for (const Lane& lane : lanes_) {
-      cudaEvent_t e = nullptr;
-      SYLVA_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      recorded.push_back(e);
-      SYLVA_CUDA_CHECK(cudaEventRecord(e, lane.stream.get()));
-    }
-    markers_.emplace(++last_marker_, std::move(recorded));
-    return last_marker_;
-  }
-  bool marker_done(uint64_t m) {
-    std::lock_guard<std::mutex> lock(marker_mutex_);
-    const auto it = markers_.find(m);
-    if (it == markers_.end()) return true;  // found done before
-    for (cudaEvent_t e : it->second) {
-      const cudaError_t err = cudaEventQuery(e);
-      if (err == cudaErrorNotReady) return false;
-      SYLVA_CUDA_CHECK(err);
-    }
-    for (cudaEvent_t e : it->second) cudaEventDestroy(e);
-    markers_.erase(it);
-    return true;
-  }
-
   cudaStream_t stream() const {
-    use_device(index_);
+    cuda::use_device(index_);
     return lanes_[static_cast<size_t>(cur_)].stream.get();
   }
   cublasHandle_t cublas() const { return lanes_[static_cast<size_t>(cur_)].cublas.get(); }
@@ -594,7 +494,7 @@ class CudaBackend final : public Backend {
       const std::shared_ptr<const std::string> cubin = cache_.compile(k.source, arch_);
       cudaLibrary_t lib = nullptr;
       SYLVA_CUDA_CHECK(cudaLibraryLoadData(&lib, cubin->data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-      std::unique_ptr<CUlib_st, LibraryDeleter> owned(lib);
+      std::unique_ptr<CUlib_st, cuda::LibraryDeleter> owned(lib);
       cudaKernel_t f = nullptr;
       SYLVA_CUDA_CHECK(cudaLibraryGetKernel(&f, lib, k.kernel.c_str()));
       it = modules_.emplace(k.source, Loaded{std::move(owned), f}).first;
@@ -609,7 +509,7 @@ class CudaBackend final : public Backend {
   }
 
   struct Loaded {
-    std::unique_ptr<CUlib_st, LibraryDeleter> library;
+    std::unique_ptr<CUlib_st, cuda::LibraryDeleter> library;
     cudaKernel_t function;
   };
 
@@ -618,23 +518,20 @@ class CudaBackend final : public Backend {
   int64_t max_shared_ = 48 * 1024;  // dynamic shared memory a block may opt in to
   cuda::NvrtcCache cache_;
   struct Lane {
-    std::unique_ptr<CUstream_st, StreamDeleter> stream;
+    std::unique_ptr<CUstream_st, cuda::StreamDeleter> stream;
     std::unique_ptr<cublasContext, CublasDeleter> cublas;
-    std::unique_ptr<void, DeviceDeleter> scalars_buffer;
+    std::unique_ptr<void, cuda::DeviceDeleter> scalars_buffer;
     Scalars* scalars = nullptr;
   };
   std::vector<Lane> lanes_;
   int cur_ = 0;
-  std::vector<std::unique_ptr<CUevent_st, EventDeleter>> events_;
+  std::vector<std::unique_ptr<CUevent_st, cuda::EventDeleter>> events_;
   std::vector<uint64_t> free_events_;
-  std::mutex marker_mutex_;  // markers_: releases may come from any thread
-  std::map<uint64_t, std::vector<cudaEvent_t>> markers_;
-  uint64_t last_marker_ = 0;
-  DeviceMemory memory_;
+  cuda::DeviceMemory memory_;
   bool sync_each_ = false;
   // The staging ring (reserve_ring()): pinned host memory and its device mirror.
-  std::unique_ptr<char, PinnedDeleter> ring_host_;
-  std::unique_ptr<void, DeviceDeleter> ring_device_;
+  std::unique_ptr<char, cuda::PinnedDeleter> ring_host_;
+  std::unique_ptr<void, cuda::DeviceDeleter> ring_device_;
   size_t ring_bytes_ = 0, ring_used_ = 0;
   std::mutex mutex_;
   std::map<std::string, Loaded> modules_;

@@ -47,6 +47,8 @@ constexpr Ablation kAblations[] = {
      "Input projections and their gradients per task (ExecutorOptions::eager_batching off)"},
     {"--no-fusion", "fusion", &ExecutorOptions::fusion, false,
      "Elementwise ops one by one (ExecutorOptions::fusion off)"},
+    {"--no-row-windows", "row_windows", &ExecutorOptions::row_windows, false,
+     "Gathers and slices into values of their own before concat / gather gradients (ExecutorOptions::row_windows off)"},
     {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,
      "Work outside the task loop on the calling thread (ExecutorOptions::streaming off)"},
 };

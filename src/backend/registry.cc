@@ -21,6 +21,11 @@ int Backend::set_lane(int lane) {
   return 0;
 }
 
+void Backend::move_row_windows(MatView, std::span<const int32_t>, MatView, std::span<const int32_t>, ColumnWindow,
+                               bool) {
+  SYLVA_THROW("[", name(), "] has no row windows (has_row_windows() is false)");
+}
+
 void Backend::update_parameter(const ParamUpdate&) {
   SYLVA_THROW("[", name(), "] has no optimiser kernels (has_optimiser_kernels() is false)");
 }

@@ -46,6 +46,8 @@ void text_of(std::ostringstream& os, const char* title, const GraphPlan& p) {
        << " phase=" << phase_name(p.phase[i]);
     if (group[i] >= 0) os << " fused=" << group[i];
     if (p.folded[i]) os << " folded";
+    if (p.window[i]) os << " window";
+    if (p.in_window[i]) os << " in-window";
     os << "\n";
   }
 }

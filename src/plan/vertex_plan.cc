@@ -60,6 +60,8 @@ GraphPlan start_plan(std::shared_ptr<const ir::Graph> graph) {
   }
   p.folded.assign(g.size(), 0);
   p.phase.assign(g.size(), Phase::loop);
+  p.window.assign(g.size(), 0);
+  p.in_window.assign(g.size(), 0);
   return p;
 }
 
@@ -176,6 +178,42 @@ void plan_phases(GraphPlan& p, const PlanOptions& o, bool backward) {
   }
 }
 
+// Row windows (GraphPlan::window): F's concats of gathers and ∂F's gather
+// gradients of slices, where the gathers or the slice feed nothing else, run
+// in the task loop and are not read by ∂F (`df`, when planning F). Only
+// shapes that fusion leaves alone (no fusible neighbour) are windowed, so
+// the fused groups are the same whether a backend has windows or not.
+void plan_windows(GraphPlan& p, const ir::Graph* df) {
+  const ir::Graph& g = *p.graph;
+  std::vector<uint8_t> read_by_df(g.size(), 0);
+  if (df)
+    for (const Node& n : df->nodes())
+      if (n.op == OpKind::ForwardValue) read_by_df[static_cast<size_t>(n.attrs.ref)] = 1;
+  const auto only_for = [&](NodeId in, NodeId user) {
+    const auto i = static_cast<size_t>(in);
+    if (p.home[i] != Home::arena || p.phase[i] != Phase::loop || read_by_df[i]) return false;
+    return std::all_of(p.consumers[i].begin(), p.consumers[i].end(), [&](NodeId c) { return c == user; });
+  };
+  const auto fusible_node = [&](NodeId id) { return ir::fusible(g.node(id).op); };
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<size_t>(n.id);
+    if (n.op == OpKind::Concat && p.home[i] == Home::arena && p.phase[i] == Phase::loop &&
+        std::none_of(p.consumers[i].begin(), p.consumers[i].end(), fusible_node) &&
+        std::all_of(n.inputs.begin(), n.inputs.end(),
+                    [&](NodeId in) { return g.node(in).op == OpKind::Gather && only_for(in, n.id); })) {
+      p.window[i] = 1;
+      for (NodeId in : n.inputs) p.in_window[static_cast<size_t>(in)] = 1;
+    }
+    if (n.op == OpKind::GatherGradOut && p.phase[i] == Phase::loop) {
+      const Node& s = g.node(n.inputs[0]);
+      if (s.op == OpKind::Slice && only_for(s.id, n.id) && !fusible_node(s.inputs[0])) {
+        p.window[i] = 1;
+        p.in_window[static_cast<size_t>(s.id)] = 1;
+      }
+    }
+  }
+}
+
 // Group k's FusedProgram, its external inputs and written-out members.
 void build_group(FusedGroup& f, const ir::Graph& g, const std::vector<int32_t>& group, int32_t k,
                  const std::vector<uint8_t>& read_outside) {
@@ -217,7 +255,8 @@ void plan_fusion(GraphPlan& p, const PlanOptions& o, const ir::Graph* df) {
     std::vector<bool> fusible(g.size(), false);
     for (const Node& n : g.nodes()) {
       const auto i = static_cast<size_t>(n.id);
-      fusible[i] = p.home[i] == Home::arena && p.phase[i] == Phase::loop && ir::fusible(n.op) && !p.folded[i];
+      fusible[i] = p.home[i] == Home::arena && p.phase[i] == Phase::loop && ir::fusible(n.op) && !p.folded[i] &&
+                   !p.window[i] && !p.in_window[i];
     }
     group = passes::fusion_groups(g, fusible);
   }
@@ -273,8 +312,10 @@ std::shared_ptr<const VertexPlan> build_vertex_plan(std::shared_ptr<const ir::Gr
   for (NodeId id : f->find(OpKind::Gather)) plan->gather_slots = std::max(plan->gather_slots, f->node(id).attrs.slot + 1);
   plan->gathers_all = !f->find(OpKind::GatherReduce).empty();
   plan_phases(plan->forward, options, false);
+  plan_windows(plan->forward, df.get());
   plan_fusion(plan->forward, options, df.get());
   plan_phases(plan->backward, options, true);
+  plan_windows(plan->backward, nullptr);
   plan_fusion(plan->backward, options, nullptr);
   return plan;
 }

@@ -52,7 +52,8 @@ struct Executor::Impl {
       } else if (n.op == OpKind::Apply) {
         runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
                                                        detail::RunnerOptions{options.skip_zero_work, streaming(),
-                                                                             options.check_numerics});
+                                                                             options.check_numerics,
+                                                                             options.row_windows});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",

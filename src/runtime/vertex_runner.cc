@@ -46,7 +46,11 @@ EventPhase event_phase(Phase p) {
 
 VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend& backend, ParamStore& params,
                            RunnerOptions options)
-    : plan_(std::move(plan)), backend_(backend), params_(params), options_(options) {
+    : plan_(std::move(plan)),
+      backend_(backend),
+      params_(params),
+      options_(options),
+      windows_(options.row_windows && backend.has_row_windows()) {
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) {
       if (p->home[static_cast<size_t>(n.id)] == Home::param) params_.value(n.attrs.name);  // throws early if missing
@@ -124,7 +128,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   main_.zero_f.assign(g.size(), 0);
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (v->plan->home[i] == Home::arena) v->arena[i].reserve_rows(rows);
+      if (v->plan->home[i] == Home::arena && !(windows_ && v->plan->in_window[i])) v->arena[i].reserve_rows(rows);
   if (plan_->scatter_source != ir::kNoNode) scatter_grad_.reserve_rows(rows);
 }
 
@@ -148,18 +152,20 @@ MatView VertexRunner::fixed_out(Values& v, const Node& n) {
 MatView VertexRunner::scatter_grad_all() { return scatter_grad_.rows(0, schedule_->num_rows()); }
 
 // Data movement at F's boundary, for the rows of one task.
+std::span<const int32_t> VertexRunner::rows_in(const std::vector<int32_t>& table, const Task& t) {
+  return {table.data() + t.offset, static_cast<size_t>(t.bs)};
+}
+
+MatView VertexRunner::messages() const {
+  return std::as_const(fwd_.arena[plan_->scatter_source]).rows(0, schedule_->num_rows());
+}
+
 void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
-  const auto rows_of = [&](const std::vector<int32_t>& table) {
-    return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
-  };
-  const std::span<const int32_t> vertices = rows_of(schedule_->vertex_of_row);
-  const auto messages = [&] {  // what children scattered (F), or their message gradients (∂F)
-    return std::as_const(fwd_.arena[plan_->scatter_source]).rows(0, schedule_->num_rows());
-  };
+  const std::span<const int32_t> vertices = rows_in(schedule_->vertex_of_row, t);
   switch (n.op) {
     case OpKind::Pull: backend_.copy_rows(pull_, vertices, out, {}); return;
     case OpKind::PushGradIn: backend_.copy_rows(d_pushed_, vertices, out, {}); return;
-    case OpKind::Gather: backend_.copy_rows(messages(), rows_of(child_rows_[n.attrs.slot]), out, {}); return;
+    case OpKind::Gather: backend_.copy_rows(messages(), rows_in(child_rows_[n.attrs.slot], t), out, {}); return;
     case OpKind::GatherReduce: {
       backend_.fill_zero(out);
       int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
@@ -252,6 +258,10 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   const Home h = v.plan->home[i];
   if (!v.plan->runs(n.id) || v.plan->phase[i] != Phase::loop || v.plan->folded[i]) return;  // folded: at its ParamGradOut
   const bool skip = options_.skip_zero_work;
+  if (windows_ && v.plan->in_window[i]) {  // read through by its consumer's window; F's zero flag still counts
+    if (skip && !v.backward) main_.zero_f[i] = absence_[static_cast<size_t>(task_index)].message_absent(n);
+    return;
+  }
   if (skip && v.backward && main_.unneeded[i]) {
     skip_unneeded(n, t);
     return;
@@ -288,6 +298,16 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
     return;  // scatter and push are markers: their input's arena is the value
   } else if (ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) {
     run_boundary(n, t, view(v, n.id, t));
+  } else if (windows_ && v.plan->window[n.id]) {  // a concat of gathers: each child's rows into its columns
+    const MatView out = view(v, n.id, t);
+    int64_t col = 0;
+    for (NodeId in : n.inputs) {
+      const Node& gather = v.plan->graph->node(in);
+      const int64_t cols = gather.type.cols();
+      backend_.move_row_windows(messages(), rows_in(child_rows_[gather.attrs.slot], t), out, {}, {0, col, cols}, false);
+      col += cols;
+    }
+    if (options_.check_numerics) check_numerics(v, n, t, out, lane);
   } else {
     lane.in.clear();
     for (NodeId in : n.inputs) lane.in.push_back(view(v, in, t));
@@ -303,12 +323,15 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
 // ∂F's outputs: message gradients into the children's rows, the pull
 // gradient into the caller's rows, parameter gradients into the store.
 void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const ExecContext& ctx, Lane& lane) {
-  const auto window = [&](const std::vector<int32_t>& table) {
-    return std::span<const int32_t>(table.data() + t.offset, static_cast<size_t>(t.bs));
-  };
   switch (n.op) {
     case OpKind::GatherGradOut:
-      backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), window(child_rows_[n.attrs.slot]));
+      if (windows_ && v.plan->window[n.id]) {  // straight from the sliced value's columns
+        const Node& slice = v.plan->graph->node(n.inputs[0]);
+        backend_.move_row_windows(view(v, slice.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t),
+                                  {slice.attrs.begin, 0, slice.type.cols()}, true);
+        return;
+      }
+      backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
       return;
     case OpKind::GatherReduceGradOut: {
       const MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());
@@ -319,7 +342,7 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
       return;
     }
     case OpKind::PullGradOut:
-      if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, window(schedule_->vertex_of_row));
+      if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(schedule_->vertex_of_row, t));
       return;
     case OpKind::ParamGradOut: {
       MatView grad = params_.grad(n.attrs.name);

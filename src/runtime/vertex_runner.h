@@ -39,6 +39,7 @@ struct RunnerOptions {
   bool skip_zero_work = true;
   bool streaming = false;
   bool check_numerics = false;
+  bool row_windows = true;
 };
 
 class VertexRunner {
@@ -125,6 +126,10 @@ class VertexRunner {
   // zero_f (and for ∂F zero_b, unneeded) of task ti.
   void task_flags(size_t ti, bool backward, Lane& lane) const;
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
+  // The rows of task t in a per-row table (gather's children, vertex_of_row).
+  static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t);
+  // What children scattered, all rows (F's scatter source).
+  MatView messages() const;
   // Whether the pulled rows of task ti (`block`) are all zero: read on the
   // host, or on a device known from the lookup's ids alone.
   bool pulled_zero(const MatView& block, size_t ti) const;
@@ -134,6 +139,7 @@ class VertexRunner {
   Backend& backend_;
   ParamStore& params_;
   RunnerOptions options_;
+  bool windows_;  // row windows planned are used (options_.row_windows and the backend has them)
   Values fwd_, bwd_;
   DynamicTensor scatter_grad_;
 

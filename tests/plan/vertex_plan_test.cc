@@ -84,6 +84,40 @@ TEST(VertexPlan, FusionGroupsTheTailAndWritesOutWhatTheGradientReads) {
   EXPECT_TRUE(std::all_of(plain->forward.order.begin(), plain->forward.order.end(), [](int32_t u) { return u >= 0; }));
 }
 
+// Row windows: the cell's concat of gathers fills its columns from the
+// children's rows, and each gather gradient adds its slice of d[concat];
+// a gather read by anything else keeps its own value.
+TEST(VertexPlan, RowWindowsReadGathersAndSlicesInPlace) {
+  const auto marked = [](const plan::GraphPlan& p, OpKind op, const std::vector<uint8_t>& marks) {
+    int n = 0, all = 0;
+    for (const ir::Node& node : p.graph->nodes())
+      if (node.op == op) ++all, n += marks[static_cast<size_t>(node.id)];
+    return std::make_pair(n, all);
+  };
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  EXPECT_EQ(marked(p->forward, OpKind::Concat, p->forward.window), std::make_pair(1, 1));
+  EXPECT_EQ(marked(p->forward, OpKind::Gather, p->forward.in_window), std::make_pair(2, 2));
+  EXPECT_EQ(marked(p->backward, OpKind::GatherGradOut, p->backward.window), std::make_pair(2, 2));
+  EXPECT_EQ(marked(p->backward, OpKind::Slice, p->backward.in_window).first, 2);
+  for (const ir::Node& n : p->backward.graph->nodes())
+    if (p->backward.window[static_cast<size_t>(n.id)]) {
+      EXPECT_TRUE(p->backward.in_window[static_cast<size_t>(n.inputs[0])]) << "gather_grad_out %" << n.id;
+    }
+  EXPECT_NE(p->to_text().find(" in-window"), std::string::npos);
+
+  ParameterSet ps{DType::f64, 3};
+  ps.add("U", {8, 4}, Init::uniform(-0.5, 0.5));
+  VertexFunction f{"reads_a_child_twice", 4, DType::f64};
+  Symbol left = f.gather(0);
+  Symbol h = tanh(matmul(concat({left, f.gather(1)}), f.param(ps["U"]))) + left;
+  f.scatter(h);
+  f.push(h);
+  auto q = plan::build_vertex_plan(f.shared_graph(), {});
+  EXPECT_EQ(marked(q->forward, OpKind::Concat, q->forward.window).first, 0) << "gather(0) is also added to h";
+  EXPECT_EQ(marked(q->forward, OpKind::Gather, q->forward.in_window).first, 0);
+}
+
 TEST(VertexPlan, FoldsParameterGradientMatmulsOfTheGradientOnly) {
   Cell c;
   auto p = plan::build_vertex_plan(c.f.shared_graph(), {});

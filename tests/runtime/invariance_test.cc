@@ -70,7 +70,7 @@ struct Result {
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false, .streaming = false, .ios = false};
+          .fusion = false, .row_windows = false, .streaming = false, .ios = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -170,6 +170,7 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"lazy_param_grads", [](ExecutorOptions& o) { o.lazy_param_grads = true; }},
       {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
       {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
+      {"row_windows", [](ExecutorOptions& o) { o.row_windows = true; }},
       // Streaming moves the work eager and lazy batching take out of the loop.
       {"streaming (with eager, lazy)",
        [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},

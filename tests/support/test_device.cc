@@ -88,6 +88,12 @@ class SimBackend final : public Backend {
     submit([this, src = host_view(src), dst = host_view(dst), si = std::vector<int32_t>(si.begin(), si.end()),
             di = std::vector<int32_t>(di.begin(), di.end())] { cpu_.add_rows(src, si, dst, di); });
   }
+  void move_row_windows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di,
+                        ColumnWindow w, bool add) override {
+    submit([this, src = host_view(src), dst = host_view(dst), si = std::vector<int32_t>(si.begin(), si.end()),
+            di = std::vector<int32_t>(di.begin(), di.end()), w, add] { cpu_.move_row_windows(src, si, dst, di, w, add); });
+  }
+  bool has_row_windows() const override { return cpu_.has_row_windows(); }
   void fill_zero(MatView dst) override {
     submit([this, dst = host_view(dst)] { cpu_.fill_zero(dst); });
   }

@@ -70,6 +70,12 @@ struct ParamUpdate {
   std::span<const int32_t> rows;
 };
 
+/// Columns [src_col, src_col + cols) of a source row moved to columns
+/// [dst_col, dst_col + cols) of a destination row (Backend::move_row_windows).
+struct ColumnWindow {
+  int64_t src_col = 0, dst_col = 0, cols = 0;
+};
+
 /// The operations a device must provide. The runtime calls run() for
 /// every math node and the row-movement primitives at F's boundary.
 class Backend {
@@ -89,6 +95,15 @@ class Backend {
   /// dst[dst_idx[k]] += src[src_idx[k]]; negative indices are skipped.
   virtual void add_rows(MatView src, std::span<const int32_t> src_idx, MatView dst,
                         std::span<const int32_t> dst_idx) = 0;
+  /// copy_rows / add_rows (`add`) of one column window: for every k,
+  /// dst[dst_idx[k], w.dst_col + c] = (or +=) src[src_idx[k], w.src_col + c]
+  /// for c < w.cols; a negative src_idx[k] writes zeros (copy) or is skipped
+  /// (add). Index spans as in copy_rows. Only called where
+  /// has_row_windows() (the runtime then moves rows straight into and out
+  /// of a concat's or a slice's columns instead of through whole values).
+  virtual void move_row_windows(MatView src, std::span<const int32_t> src_idx, MatView dst,
+                                std::span<const int32_t> dst_idx, ColumnWindow w, bool add);
+  virtual bool has_row_windows() const { return false; }
   virtual void fill_zero(MatView dst) = 0;
   /// dst += src, element by element (same numel).
   virtual void accumulate(MatView src, MatView dst) = 0;

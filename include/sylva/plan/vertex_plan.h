@@ -71,6 +71,12 @@ struct GraphPlan {
   std::vector<uint8_t> folded;
   /// The nodes reading each node.
   std::vector<std::vector<ir::NodeId>> consumers;
+  /// Row windows, used where the backend has_row_windows(): window[n] is 1
+  /// for a concat of gathers that copies the children's rows straight into
+  /// its columns (F) and for a gather gradient that adds its slice's columns
+  /// straight from the sliced value (∂F); in_window[n] is 1 for the gathers
+  /// and slices those nodes read through, which then do not run.
+  std::vector<uint8_t> window, in_window;
 
   /// Whether node `id` computes a value in the plan's phases (arena, fixed or none).
   bool runs(ir::NodeId id) const;

@@ -60,6 +60,12 @@ struct ExecutorOptions {
   /// passes::fusion_groups. A backend without fused kernels runs the ops one
   /// by one (with a warning).
   bool fusion = true;
+  /// Row windows: a concat of F's gathered children copies their rows
+  /// straight into its columns, and in ∂F a gather gradient adds a slice's
+  /// columns straight into the children's message gradients, instead of
+  /// gathering (slicing) into values of their own first (VertexPlan's
+  /// window marks; where the backend has_row_windows(), the CPU's).
+  bool row_windows = true;
   /// Streaming: the work eager and lazy batching moved out of the task loop
   /// runs on a second thread while the loop runs -- F's, chunk by chunk
   /// ahead of the tasks that need it (each task waits for its chunk's

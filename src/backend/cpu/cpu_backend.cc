@@ -1,5 +1,6 @@
 // The CPU backend: the kernel table plus row movement for F's boundary.
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstring>
 
 #include "../backend_factories.h"
@@ -20,6 +21,27 @@ void add_rows_typed(MatView src, std::span<const int32_t> si, MatView dst, std::
     const T* a = src.as<const T>() + s * C;
     T* b = dst.as<T>() + d * C;
     for (int64_t c = 0; c < C; ++c) b[c] += a[c];
+  }
+}
+
+// copy_rows / add_rows of one column window (Backend::move_row_windows).
+template <class T>
+void move_windows_typed(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di,
+                        ColumnWindow w, bool add) {
+  const int64_t n = !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t s = si.empty() ? k : si[k], d = di.empty() ? k : di[k];
+    if (d < 0 || (add && s < 0)) continue;
+    T* b = dst.as<T>() + d * dst.cols + w.dst_col;
+    if (s < 0) {
+      std::fill(b, b + w.cols, T(0));
+      continue;
+    }
+    const T* a = src.as<const T>() + s * src.cols + w.src_col;
+    if (add)
+      for (int64_t c = 0; c < w.cols; ++c) b[c] += a[c];
+    else
+      std::copy(a, a + w.cols, b);
   }
 }
 
@@ -72,6 +94,16 @@ class CpuBackend final : public Backend {
     SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "add_rows: ", src.cols, " vs ", dst.cols, " cols");
     dispatch_floating(src.dtype, [&](auto tag) { add_rows_typed<decltype(tag)>(src, si, dst, di); });
   }
+
+  void move_row_windows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di,
+                        ColumnWindow w, bool add) override {
+    SYLVA_ASSERT(src.dtype == dst.dtype && w.cols >= 0 && w.src_col >= 0 && w.dst_col >= 0 &&
+                     w.src_col + w.cols <= src.cols && w.dst_col + w.cols <= dst.cols,
+                 "move_row_windows: columns [", w.src_col, ", +", w.cols, ") of ", src.cols, " into [", w.dst_col,
+                 ", +", w.cols, ") of ", dst.cols);
+    dispatch_floating(src.dtype, [&](auto tag) { move_windows_typed<decltype(tag)>(src, si, dst, di, w, add); });
+  }
+  bool has_row_windows() const override { return true; }
 
   void fill_zero(MatView dst) override {
     if (dst.numel()) std::memset(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype));

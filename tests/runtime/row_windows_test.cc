@@ -1,0 +1,132 @@
+// Row windows (ExecutorOptions::row_windows): a concat of gathered children
+// filled straight from the children's rows, and gather gradients added
+// straight from a slice's columns, give exactly the results of gathering
+// and slicing into values of their own, and those ops then do not run.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/error.h"
+#include "sylva/frontend/parameter_set.h"
+#include "sylva/frontend/program.h"
+#include "sylva/frontend/vertex_function.h"
+#include "sylva/runtime/executor.h"
+#include "support/test_device.h"
+#include "support/test_util.h"
+
+namespace sylva {
+namespace {
+
+constexpr int kVocab = 13, kClasses = 3, kH = 4;
+
+// Tree-FC's cell with up to `slots` children: h = relu([h_0; ...]·W + x + b),
+// a classifier at every labelled vertex.
+struct Model {
+  ParameterSet ps{DType::f64, 7};
+  Program p{DType::f64};
+  Symbol loss;
+  explicit Model(int slots) {
+    ps.add("E", {kVocab, kH}, Init::uniform(-1, 1));
+    ps.add("W", {slots * kH, kH}, Init::uniform(-0.6, 0.6));
+    ps.add("b", {kH}, Init::uniform(-0.3, 0.3));
+    ps.add("Wo", {kH, kClasses}, Init::uniform(-1, 1));
+    VertexFunction f("fc", kH, DType::f64);
+    Symbol x = f.pull(kH);
+    std::vector<Symbol> children;
+    for (int s = 0; s < slots; ++s) children.push_back(f.gather(s));
+    Symbol h = relu(matmul(concat(children), f.param(ps["W"])) + x + f.param(ps["b"]));
+    f.scatter(h);
+    f.push(h);
+    Symbol hs = p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x")));
+    loss = softmax_cross_entropy(matmul(hs, p.param(ps["Wo"])), p.input_ids("labels"));
+  }
+};
+
+struct Outcome {
+  double loss = 0;
+  std::vector<Tensor> grads;
+  std::map<std::string, int> events;  // op name -> events, F and ∂F
+};
+
+Outcome run(Model& m, const GraphBatch& b, ExecutorOptions o) {
+  Executor ex(m.p, m.ps, test::on_test_device(o));
+  Outcome r;
+  ex.set_observer([&](const OpEvent& e) { ++r.events[std::string(ir::op_name(e.node.op))]; });
+  ex.forward(b, Mode::train);
+  r.loss = ex.scalar(m.loss);
+  m.ps.zero_grad();
+  ex.backward(m.loss);
+  for (Parameter* prm : m.ps.all()) r.grads.push_back(prm->grad.clone());
+  return r;
+}
+
+std::vector<InputGraph> random_trees(std::mt19937_64& rng, int slots, int trees) {
+  std::vector<InputGraph> graphs;
+  for (int k = 0; k < trees; ++k) {
+    graphs.push_back(test::random_tree(rng, 1 + static_cast<int>(rng() % 20), slots, true, "tree " + std::to_string(k)));
+    test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
+  }
+  return graphs;
+}
+
+TEST(RowWindows, GiveBitwiseTheResultsOfWholeValues) {
+  std::mt19937_64 rng(17);
+  for (int slots : {1, 2, 3}) {
+    Model m(slots);
+    for (int trial = 0; trial < 6; ++trial) {
+      const std::vector<InputGraph> trees = random_trees(rng, slots, 1 + trial);
+      const GraphBatch b = GraphBatch::of(trees);
+      for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial})
+        for (bool skip : {true, false}) {
+          const std::string which = std::to_string(slots) + " slots, trial " + std::to_string(trial) + ", " +
+                                    policy_name(policy) + (skip ? ", skipping zero work" : "");
+          const Outcome off = run(m, b, {.policy = policy, .skip_zero_work = skip, .row_windows = false});
+          const Outcome on = run(m, b, {.policy = policy, .skip_zero_work = skip, .row_windows = true});
+          EXPECT_EQ(on.loss, off.loss) << which;
+          for (size_t k = 0; k < on.grads.size(); ++k)
+            EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << which << " " << m.ps.all()[k]->name;
+        }
+    }
+  }
+}
+
+TEST(RowWindows, GathersAndSlicesOfTheWindowDoNotRun) {
+  std::mt19937_64 rng(3);
+  Model m(2);
+  const std::vector<InputGraph> trees = random_trees(rng, 2, 5);
+  const GraphBatch b = GraphBatch::of(trees);
+  const Outcome off = run(m, b, {.policy = BatchingPolicy::Bfs, .row_windows = false});
+  const Outcome on = run(m, b, {.policy = BatchingPolicy::Bfs, .row_windows = true});
+  EXPECT_GT(off.events.count("gather") ? off.events.at("gather") : 0, 0);
+  EXPECT_GT(off.events.count("slice") ? off.events.at("slice") : 0, 0);
+  const ExecutorOptions device = test::on_test_device();
+  if (!(device.backend ? *device.backend : backend_for(device.device)).has_row_windows()) {
+    EXPECT_EQ(on.events, off.events) << "a backend without row windows runs the gathers and slices";
+    return;
+  }
+  EXPECT_EQ(on.events.count("gather"), 0u) << "the concat reads the children's rows itself";
+  EXPECT_EQ(on.events.count("slice"), 0u) << "the gather gradients read d[concat]'s columns themselves";
+  EXPECT_EQ(on.events.at("concat"), off.events.at("concat"));
+  EXPECT_EQ(on.events.at("gather_grad_out"), off.events.at("gather_grad_out"));
+}
+
+TEST(RowWindows, TheCpuBackendMovesColumnWindowsOfIndexedRows) {
+  Backend& cpu = backend_for(Device::cpu());
+  ASSERT_TRUE(cpu.has_row_windows());
+  std::vector<double> src(12), dst(12, 0.0);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<double>(i + 1);  // row r: 4r+1 .. 4r+4
+  const MatView s{src.data(), 3, 4, DType::f64}, d{dst.data(), 2, 6, DType::f64};
+  const std::vector<int32_t> from{2, -1}, to{1, 0};
+  // Columns 1..2 of source row 2 (and of no row) into columns 3..4 of rows 1 (and 0).
+  cpu.move_row_windows(s, from, d, to, {.src_col = 1, .dst_col = 3, .cols = 2}, false);
+  EXPECT_EQ(dst, (std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 0, 10, 11, 0}));
+  // Adding skips the missing source row and leaves the other columns alone.
+  cpu.move_row_windows(s, from, d, to, {.src_col = 0, .dst_col = 3, .cols = 2}, true);
+  EXPECT_EQ(dst, (std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 0, 19, 21, 0}));
+}
+
+}  // namespace
+}  // namespace sylva

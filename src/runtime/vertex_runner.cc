@@ -151,7 +151,6 @@ MatView VertexRunner::fixed_out(Values& v, const Node& n) {
 
 MatView VertexRunner::scatter_grad_all() { return scatter_grad_.rows(0, schedule_->num_rows()); }
 
-// Data movement at F's boundary, for the rows of one task.
 std::span<const int32_t> VertexRunner::rows_in(const std::vector<int32_t>& table, const Task& t) {
   return {table.data() + t.offset, static_cast<size_t>(t.bs)};
 }
@@ -160,6 +159,7 @@ MatView VertexRunner::messages() const {
   return std::as_const(fwd_.arena[plan_->scatter_source]).rows(0, schedule_->num_rows());
 }
 
+// Data movement at F's boundary, for the rows of one task.
 void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
   const std::span<const int32_t> vertices = rows_in(schedule_->vertex_of_row, t);
   switch (n.op) {

@@ -11,20 +11,8 @@ namespace {
 
 using cpu::KernelTable;
 
-template <class T>
-void add_rows_typed(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) {
-  const int64_t n = !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
-  const int64_t C = src.cols;
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t s = si.empty() ? k : si[k], d = di.empty() ? k : di[k];
-    if (s < 0 || d < 0) continue;
-    const T* a = src.as<const T>() + s * C;
-    T* b = dst.as<T>() + d * C;
-    for (int64_t c = 0; c < C; ++c) b[c] += a[c];
-  }
-}
-
-// copy_rows / add_rows of one column window (Backend::move_row_windows).
+// copy_rows / add_rows of one column window (Backend::move_row_windows;
+// add_rows is its window of all columns).
 template <class T>
 void move_windows_typed(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di,
                         ColumnWindow w, bool add) {
@@ -92,7 +80,9 @@ class CpuBackend final : public Backend {
 
   void add_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
     SYLVA_ASSERT(src.cols == dst.cols && src.dtype == dst.dtype, "add_rows: ", src.cols, " vs ", dst.cols, " cols");
-    dispatch_floating(src.dtype, [&](auto tag) { add_rows_typed<decltype(tag)>(src, si, dst, di); });
+    dispatch_floating(src.dtype, [&](auto tag) {
+      move_windows_typed<decltype(tag)>(src, si, dst, di, {0, 0, src.cols}, true);
+    });
   }
 
   void move_row_windows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di,

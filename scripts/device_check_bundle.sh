@@ -56,6 +56,13 @@ export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "# CUDA library search path after the bundle's: ${cuda_dirs[*]:-none}"
   echo "# what each binary loads (ldd):"
   for b in "$bin"/*; do ldd "$b" | awk -v b="$(basename "$b")" '{ print b ": " $0 }'; done
+  # cuBLAS and NVRTC are dlopen()ed by the CUDA backend (src/backend/cuda/vendor_libs.cc),
+  # so ldd does not show them: where the same search finds them.
+  for lib in libcublas.so.13 libnvrtc.so.13; do
+    found="not found"
+    for d in "${cuda_dirs[@]}"; do [[ -e $d/$lib ]] && { found=$d/$lib; break; }; done
+    echo "dlopen: $lib => $found"
+  done
 } > "$OUT/env.txt" 2>&1
 missing=$(grep -c "=> not found" "$OUT/env.txt" || true)
 echo "check: CUDA libraries used:"

@@ -39,7 +39,7 @@ namespace {
 using ir::OpKind;
 
 struct CublasDeleter {
-  void operator()(cublasContext* h) const { cublasDestroy(h); }
+  void operator()(cublasContext* h) const { cuda::cublas_api().destroy(h); }
 };
 // A device allocation of fixed size.
 std::unique_ptr<void, cuda::DeviceDeleter> device_alloc(size_t bytes) {
@@ -214,9 +214,9 @@ class CudaBackend final : public Backend {
       SYLVA_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
       lane.stream.reset(s);
       cublasHandle_t h = nullptr;
-      SYLVA_CUBLAS_CHECK(cublasCreate(&h));
+      SYLVA_CUBLAS_CHECK(cuda::cublas_api().create(&h));
       lane.cublas.reset(h);
-      SYLVA_CUBLAS_CHECK(cublasSetStream(h, s));
+      SYLVA_CUBLAS_CHECK(cuda::cublas_api().set_stream(h, s));
       lane.scalars_buffer = device_alloc(sizeof(Scalars));
       lane.scalars = static_cast<Scalars*>(lane.scalars_buffer.get());
       lanes_.push_back(std::move(lane));
@@ -414,12 +414,12 @@ class CudaBackend final : public Backend {
     const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (a.out.dtype == DType::f64) {
       const double one = 1, beta = a.accumulate ? 1 : 0;
-      SYLVA_CUBLAS_CHECK(cublasDgemm(cublas(), ob, oa, n, m, k, &one, y.as<const double>(),
+      SYLVA_CUBLAS_CHECK(cuda::cublas_api().dgemm(cublas(), ob, oa, n, m, k, &one, y.as<const double>(),
                                      static_cast<int>(y.cols), x.as<const double>(), static_cast<int>(x.cols), &beta,
                                      a.out.as<double>(), n));
     } else {
       const float one = 1, beta = a.accumulate ? 1 : 0;
-      SYLVA_CUBLAS_CHECK(cublasSgemm(cublas(), ob, oa, n, m, k, &one, y.as<const float>(),
+      SYLVA_CUBLAS_CHECK(cuda::cublas_api().sgemm(cublas(), ob, oa, n, m, k, &one, y.as<const float>(),
                                      static_cast<int>(y.cols), x.as<const float>(), static_cast<int>(x.cols), &beta,
                                      a.out.as<float>(), n));
     }

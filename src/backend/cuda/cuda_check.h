@@ -9,6 +9,7 @@
 #include <nvrtc.h>
 
 #include "sylva/core/error.h"
+#include "vendor_libs.h"
 
 #define SYLVA_CUDA_CHECK(expr)                                                                                     \
   do {                                                                                                             \
@@ -21,14 +22,14 @@
   do {                                                                                                             \
     const cublasStatus_t sylva_err_ = (expr);                                                                      \
     SYLVA_CHECK(sylva_err_ == CUBLAS_STATUS_SUCCESS, "[cublas] ", #expr, " failed at ", __FILE__, ":", __LINE__,   \
-                ": ", cublasGetStatusString(sylva_err_));                                                          \
+                ": ", sylva::cuda::cublas_api().status_string(sylva_err_));                                                          \
   } while (0)
 
 #define SYLVA_NVRTC_CHECK(expr)                                                                                    \
   do {                                                                                                             \
     const nvrtcResult sylva_err_ = (expr);                                                                         \
     SYLVA_CHECK(sylva_err_ == NVRTC_SUCCESS, "[nvrtc] ", #expr, " failed at ", __FILE__, ":", __LINE__, ": ",      \
-                nvrtcGetErrorString(sylva_err_));                                                                  \
+                sylva::cuda::nvrtc_api().error_string(sylva_err_));                                                                  \
   } while (0)
 
 #define SYLVA_CUDNN_CHECK(expr)                                                                                    \

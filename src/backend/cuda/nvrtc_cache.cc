@@ -19,27 +19,27 @@ namespace {
 struct Program {
   nvrtcProgram p = nullptr;
   ~Program() {
-    if (p) nvrtcDestroyProgram(&p);
+    if (p) nvrtc_api().destroy_program(&p);
   }
 };
 
 std::string nvrtc_compile(const std::string& source, const std::string& arch) {
   Program prog;
-  SYLVA_NVRTC_CHECK(nvrtcCreateProgram(&prog.p, source.c_str(), "sylva_fused.cu", 0, nullptr, nullptr));
+  SYLVA_NVRTC_CHECK(nvrtc_api().create_program(&prog.p, source.c_str(), "sylva_fused.cu", 0, nullptr, nullptr));
   const std::string arch_flag = "--gpu-architecture=" + arch;
   const char* opts[] = {arch_flag.c_str(), "--std=c++17"};
-  const nvrtcResult r = nvrtcCompileProgram(prog.p, 2, opts);
+  const nvrtcResult r = nvrtc_api().compile_program(prog.p, 2, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    nvrtcGetProgramLogSize(prog.p, &n);
+    nvrtc_api().program_log_size(prog.p, &n);
     std::string log(n, '\0');
-    if (n) nvrtcGetProgramLog(prog.p, log.data());
-    SYLVA_THROW("[nvrtc] generated kernel does not compile for ", arch, " (", nvrtcGetErrorString(r), "):\n", log);
+    if (n) nvrtc_api().program_log(prog.p, log.data());
+    SYLVA_THROW("[nvrtc] generated kernel does not compile for ", arch, " (", nvrtc_api().error_string(r), "):\n", log);
   }
   size_t size = 0;
-  SYLVA_NVRTC_CHECK(nvrtcGetCUBINSize(prog.p, &size));
+  SYLVA_NVRTC_CHECK(nvrtc_api().cubin_size(prog.p, &size));
   std::string cubin(size, '\0');
-  SYLVA_NVRTC_CHECK(nvrtcGetCUBIN(prog.p, cubin.data()));
+  SYLVA_NVRTC_CHECK(nvrtc_api().cubin(prog.p, cubin.data()));
   return cubin;
 }
 
@@ -56,7 +56,7 @@ std::string NvrtcCache::default_dir() {
 
 std::string NvrtcCache::key(const std::string& source, const std::string& arch) const {
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  nvrtc_api().version(&major, &minor);
   return hex64(fnv1a(source, fnv1a(arch + "|nvrtc " + std::to_string(major) + "." + std::to_string(minor) + "|")));
 }
 

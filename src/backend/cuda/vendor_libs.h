@@ -1,0 +1,47 @@
+// Internal: cuBLAS and NVRTC, opened the first time the CUDA backend needs
+// them rather than linked. A linked library is loaded, relocated and
+// initialised in every process that links Sylva, whether it uses the GPU or
+// not: cuBLAS (with cuBLASLt) costs about 150 MB of resident memory and
+// NVRTC about 30 MB at start-up -- more than a CPU training run's values.
+// dlopen() searches as the dynamic linker would (LD_LIBRARY_PATH, the
+// program's RUNPATH, the ld.so cache); a missing library is a sylva::Error
+// naming it when the CUDA backend is created, not a failure to start.
+#pragma once
+
+#include <cublas_v2.h>
+#include <nvrtc.h>
+
+namespace sylva::cuda {
+
+/// The cuBLAS entry points the backend calls.
+struct CublasApi {
+  decltype(&::cublasCreate_v2) create;
+  decltype(&::cublasDestroy_v2) destroy;
+  decltype(&::cublasSetStream_v2) set_stream;
+  decltype(&::cublasSgemm_v2) sgemm;
+  decltype(&::cublasDgemm_v2) dgemm;
+  decltype(&::cublasGetStatusString) status_string;
+};
+
+/// The NVRTC entry points the fused-kernel cache calls.
+struct NvrtcApi {
+  decltype(&::nvrtcCreateProgram) create_program;
+  decltype(&::nvrtcCompileProgram) compile_program;
+  decltype(&::nvrtcGetProgramLogSize) program_log_size;
+  decltype(&::nvrtcGetProgramLog) program_log;
+  decltype(&::nvrtcGetCUBINSize) cubin_size;
+  decltype(&::nvrtcGetCUBIN) cubin;
+  decltype(&::nvrtcDestroyProgram) destroy_program;
+  decltype(&::nvrtcGetErrorString) error_string;
+  decltype(&::nvrtcVersion) version;
+};
+
+/// Opens libcublas.so.<CUBLAS_VER_MAJOR> on the first call (thread-safe)
+/// and resolves every entry point; sylva::Error naming the library (or the
+/// missing symbol) and dlerror()'s reason when that fails. The library stays
+/// loaded for the life of the process.
+const CublasApi& cublas_api();
+/// The same for libnvrtc.so.<CUDA runtime major version>.
+const NvrtcApi& nvrtc_api();
+
+}  // namespace sylva::cuda

@@ -75,6 +75,11 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
   v.arena.resize(g.size());
   v.fixed = make_value_buffers(g.size(), backend_.memory());
   v.group_failed.assign(p.fused.size(), 0);
+  v.inside_group.assign(g.size(), -1);
+  for (size_t k = 0; k < p.fused.size(); ++k)
+    for (NodeId m : p.fused[k].members)
+      if (std::find(p.fused[k].outputs.begin(), p.fused[k].outputs.end(), m) == p.fused[k].outputs.end())
+        v.inside_group[static_cast<size_t>(m)] = static_cast<int32_t>(k);
   for (const Node& n : g.nodes())
     if (p.home[static_cast<size_t>(n.id)] == Home::arena)
       v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype, backend_.memory());
@@ -128,8 +133,14 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   main_.zero_f.assign(g.size(), 0);
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (v->plan->home[i] == Home::arena && !(windows_ && v->plan->in_window[i])) v->arena[i].reserve_rows(rows);
+      if (materialized(*v, i)) v->arena[i].reserve_rows(rows);
   if (plan_->scatter_source != ir::kNoNode) scatter_grad_.reserve_rows(rows);
+}
+
+bool VertexRunner::materialized(const Values& v, size_t i) const {
+  if (v.plan->home[i] != Home::arena || (windows_ && v.plan->in_window[i])) return false;
+  const int32_t group = v.inside_group[i];
+  return group < 0 || v.group_failed[static_cast<size_t>(group)];
 }
 
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
@@ -232,7 +243,8 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   main_.out.clear();
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
   if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
-    v.group_failed[group] = 1;
+    v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
+    for (NodeId m : f.members) v.arena[static_cast<size_t>(m)].reserve_rows(schedule_->num_rows());
     log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
                                v.plan->graph->name() + "'; running its ops one by one");
     return;
@@ -374,7 +386,7 @@ size_t VertexRunner::bytes_per_row() const {
   size_t n = plan_->scatter_source != ir::kNoNode ? scatter_grad_.row_bytes() : 0;
   for (const Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (v->plan->home[i] == Home::arena) n += v->arena[i].row_bytes();
+      if (materialized(*v, i)) n += v->arena[i].row_bytes();
   return n;
 }
 

@@ -89,9 +89,15 @@ class VertexRunner {
     std::vector<DynamicTensor> arena;
     std::vector<ValueBuffer> fixed;
     std::vector<uint8_t> group_failed;  // the backend has no fused kernel: run the members
+    // Per node: the fused group it lives inside unseen (a member nobody
+    // outside the group reads, so its kernel keeps it in registers), else -1.
+    // Such a node gets no arena rows while its group runs fused.
+    std::vector<int32_t> inside_group;
   };
 
   void init_values(Values& v, const plan::GraphPlan& p, bool backward);
+  // Whether node i of v needs rows in its arena (not in a window, not hidden in a fused group).
+  bool materialized(const Values& v, size_t i) const;
   MatView view(Values& v, ir::NodeId id, const Task& t);
   MatView fixed_out(Values& v, const ir::Node& n);
   // In the task loop: runs node n for task t unless it runs in another

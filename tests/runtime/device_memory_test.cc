@@ -11,10 +11,12 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "support/test_device.h"
 #include "support/test_util.h"
+#include "sylva/core/log.h"
 #include "sylva/frontend/program.h"
 #include "sylva/frontend/vertex_function.h"
 #include "sylva/runtime/executor.h"
@@ -135,6 +137,42 @@ TEST(SimDevice, TrainingMatchesTheCpu) {
         EXPECT_LE(test::relative_error(sim.ps[prm->name].grad, prm->grad), 1e-12) << prm->name << ", " << what;
       }
     }
+  }
+}
+
+// A backend that cannot build a fused kernel runs the group's ops one by
+// one. The members that a working kernel would keep to itself then need
+// rows of their own, which a fused run never reserves; the answers must
+// still be the CPU's.
+TEST(SimDevice, WithoutFusedKernelsTheGroupsRunOpByOne) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  Net cpu;
+  const std::vector<double> want = train(cpu, bs, ExecutorOptions{.seed = 4, .fusion = false});
+  Net sim;
+  ExecutorOptions o{.seed = 4};
+  o.backend = &test::sim_device_without_fused_kernels();
+  size_t probe_groups = 0, hidden = 0;
+  {
+    Executor probe(sim.p, sim.ps, o);
+    const plan::VertexPlan& vp = probe.vertex_plan(sim.hs);
+    for (const plan::GraphPlan* gp : {&vp.forward, &vp.backward})
+      for (const plan::FusedGroup& g : gp->fused) {
+        ++probe_groups;
+        hidden += g.members.size() - g.outputs.size();
+      }
+  }
+  ASSERT_GT(hidden, 0u) << "the net has no fused member kept inside its group; the test checks nothing";
+  std::vector<std::string> warnings;  // each group says once that it runs op by op; nothing else
+  set_log_handler([&](LogLevel, std::string_view msg) { warnings.emplace_back(msg); });
+  const std::vector<double> got = train(sim, bs, o);
+  set_log_handler(nullptr);
+  EXPECT_EQ(warnings.size(), probe_groups);
+  for (const std::string& w : warnings) EXPECT_NE(w.find("no fused kernel"), std::string::npos) << w;
+  for (size_t k = 0; k < want.size(); ++k) EXPECT_NEAR(got[k], want[k], 1e-12 * std::abs(want[k])) << "step " << k;
+  for (const Parameter* prm : cpu.ps.all()) {
+    EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name;
+    EXPECT_LE(test::relative_error(sim.ps[prm->name].grad, prm->grad), 1e-12) << prm->name;
   }
 }
 

@@ -65,7 +65,7 @@ class TaggedMemory final : public Memory {
 // without waiting for its event therefore reads it before it is written.
 class SimBackend final : public Backend {
  public:
-  explicit SimBackend(int deferred) : deferred_(deferred) {}
+  SimBackend(int deferred, bool fuses) : deferred_(deferred), fuses_(fuses) {}
   Device device() const override { return Device::cpu(); }
   std::string name() const override { return "sim"; }
   bool supports(ir::OpKind op) const override { return cpu_.supports(op); }
@@ -102,6 +102,7 @@ class SimBackend final : public Backend {
   }
   bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
                  int64_t rows) override {
+    if (!fuses_) return false;
     std::vector<MatView> i(in.begin(), in.end()), o(out.begin(), out.end());
     for (MatView& v : i) v = host_view(v);
     for (MatView& v : o) v = host_view(v);
@@ -166,6 +167,7 @@ class SimBackend final : public Backend {
 
   Backend& cpu_ = backend_for(Device::cpu());
   const int deferred_;
+  const bool fuses_;
   int lane_ = 0;
   uint64_t uploaded_ = 0;
   uint64_t submitted_[2] = {0, 0};
@@ -178,12 +180,16 @@ class SimBackend final : public Backend {
 namespace {
 SimBackend& sim(int deferred_lane) {
   SYLVA_CHECK(deferred_lane == 0 || deferred_lane == 1, "[sim] no lane ", deferred_lane);
-  static SimBackend late_side(1), late_main(0);
+  static SimBackend late_side(1, true), late_main(0, true);
   return deferred_lane == 1 ? late_side : late_main;
 }
 }  // namespace
 
 Backend& sim_device(int deferred_lane) { return sim(deferred_lane); }
+Backend& sim_device_without_fused_kernels() {
+  static SimBackend unfused(1, false);
+  return unfused;
+}
 uint64_t sim_uploaded_bytes(int deferred_lane) { return sim(deferred_lane).uploaded(); }
 
 bool is_sim_pointer(const void* p) { return (reinterpret_cast<uintptr_t>(p) & kTag) != 0; }

@@ -20,6 +20,9 @@ namespace sylva::test {
 /// exactly as on the CPU; one that reads a device value on the host
 /// crashes, and one that misses a wait reads stale values.
 Backend& sim_device(int deferred_lane = 1);
+/// sim_device(1) without fused kernels: run_fused() returns false, as on a
+/// device whose compiler cannot build a group's kernel.
+Backend& sim_device_without_fused_kernels();
 /// Bytes sim_device(deferred_lane) has uploaded so far.
 uint64_t sim_uploaded_bytes(int deferred_lane = 1);
 /// Whether p is a sim_device() pointer (tag set).

@@ -60,10 +60,10 @@ common=(--lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time" --dynet-
 
 # Peak RSS (MB) of one bench_suite run of strategy $1 with extra args; empty if it failed.
 peak_rss() {
-  local s=$1
+  local s=$1 opts=${OPTIMIZERS:-adam}
   shift
   taskset -c 0 "$suite" --workload tree-lstm --strategies "$s" --batch "${MEMORY_BATCH:-64}" --threads 1 \
-    --optimizer "${OPTIMIZERS%% *}" --repeats 1 --min-time 2 --lr "${LR:-0.001}" "$@" 2> /dev/null |
+    --optimizer "${opts%% *}" --repeats 1 --min-time 2 --lr "${LR:-0.001}" "$@" 2> /dev/null |
     awk '$3 == "train" {print $NF}'
 }
 if [[ ${MEMORY:-0} != 0 ]]; then

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "sylva/sylva.h"
@@ -15,6 +16,14 @@ namespace {
 using test::error_of;
 
 std::vector<InputGraph> trees(int n, uint64_t seed) { return test::random_id_trees(n, seed, 5, 3); }
+
+// A batch keeps pointers to its graphs: GraphBatch::of takes graphs that
+// outlive it and refuses a temporary vector at compile time.
+template <class V>
+concept BatchableFrom = requires(V&& v) { GraphBatch::of(std::forward<V>(v)); };
+static_assert(BatchableFrom<std::vector<InputGraph>&>);
+static_assert(BatchableFrom<const std::vector<InputGraph>&>);
+static_assert(!BatchableFrom<std::vector<InputGraph>>);
 
 TEST(GraphBatchSubset, KeysAreTheWholeBatchsVertexIds) {
   const std::vector<InputGraph> data = trees(5, 1);

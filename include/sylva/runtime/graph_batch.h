@@ -19,6 +19,9 @@ class GraphBatch {
   explicit GraphBatch(std::vector<const InputGraph*> samples);
   /// Convenience: all graphs of a contiguous range.
   static GraphBatch of(std::span<const InputGraph> samples);
+  /// A temporary vector would die before the batch: a compile error, not a
+  /// dangling batch.
+  static GraphBatch of(std::vector<InputGraph>&& samples) = delete;
   /// The batch of samples `samples` (indices into this batch, each at most
   /// once) in that order, whose random numbers (dropout) are drawn as in
   /// this batch: vertex_keys() maps each of its vertices to this batch's id

@@ -5,8 +5,12 @@
 # tree with the dynet strategies, then runs bench_suite:
 #   - one core: the whole process pinned with taskset to one core (so Sylva
 #     starts no streaming worker), every strategy --threads 1;
-#   - two cores (TWO_CORES=1): Sylva with --threads 2 on two cores; DyNet's
-#     CPU build uses one whatever it is given.
+#   - two cores (TWO_CORES=1): Sylva with --threads 2 on two cores, with
+#     OMP_WAIT_POLICY=active (SYLVA_OMP_WAIT_POLICY overrides; "default"
+#     leaves it unset): libgomp's idle GEMM thread otherwise goes to sleep
+#     between the small GEMMs of a step and waking it costs more than the
+#     GEMM (docs/benchmarks.md, "Two cores and the OpenMP wait policy");
+#     DyNet's CPU build uses one core whatever it is given.
 # Training steps are timed whole (forward, backward and each system's own
 # optimiser update) by a wall clock.
 #
@@ -27,6 +31,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=${1:-build/bench-dynet}
+wait_policy=()
+case ${SYLVA_OMP_WAIT_POLICY:-active} in
+  default) wait_policy=(-u OMP_WAIT_POLICY) ;;
+  *) wait_policy=("OMP_WAIT_POLICY=${SYLVA_OMP_WAIT_POLICY:-active}") ;;
+esac
 mkdir -p "$out"
 peers=$(cd .. && pwd)/shared/peers
 dynet_build=${DYNET_BUILD:-/tmp/dynet-build}
@@ -102,7 +111,8 @@ for w in $workloads; do
             --batch "$batches" --threads 1 "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "one-core" \
             --csv "$out/$w-$cell-h$h-$opt-1core.csv"
           if [[ ${TWO_CORES:-0} != 0 ]]; then
-            taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva --batch "$batches" --threads 2 \
+            env "${wait_policy[@]}" taskset -c 0,1 "$suite" --workload "$w" --cell "$cell" --strategies sylva \
+              --batch "$batches" --threads 2 \
               "${sizes[@]}" --optimizer "$opt" "${common[@]}" --sweep "two-core" --csv "$out/$w-$cell-h$h-$opt-2core.csv"
           fi
         done

@@ -92,6 +92,15 @@ int usable_cpu_cores() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+std::string cpu_threads_advice(int threads) {
+  // Either variable set: the user has chosen how libgomp's threads wait.
+  if (threads <= 1 || std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return "";
+  return "kernels run on " + std::to_string(threads) +
+         " OpenMP threads with OMP_WAIT_POLICY unset: start the process with OMP_WAIT_POLICY=active, or the idle "
+         "threads sleep between small GEMMs and waking them can make " +
+         std::to_string(threads) + " threads slower than one";
+}
+
 namespace {
 // The "<key>: <n> kB" line of a /proc file, in bytes; 0 if absent.
 size_t proc_kb(const char* path, const char* key) {

@@ -1,10 +1,14 @@
 // Shape, Buffer, Tensor, DynamicTensor and the error macros.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "support/test_util.h"
+#include "sylva/core/device.h"
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/core/tensor.h"
 
@@ -90,6 +94,43 @@ TEST(Errors, AssertThrowsAndNamesTheBug) {
   EXPECT_CONTAINS(msg, "1 + 1 == 3");
   EXPECT_CONTAINS(msg, "arithmetic");
   EXPECT_CONTAINS(error_of([] { SYLVA_CHECK(false, "[tag] value ", 3, " bad"); }), "[tag] value 3 bad");
+}
+
+// Sets (or, with nullopt, unsets) an environment variable for a scope.
+class EnvScope {
+ public:
+  EnvScope(const char* name, std::optional<std::string> value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) setenv(name, value->c_str(), 1);
+    else unsetenv(name);
+  }
+  ~EnvScope() {
+    if (old_) setenv(name_, old_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  EnvScope(const EnvScope&) = delete;
+  EnvScope& operator=(const EnvScope&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST(CpuThreadsAdvice, NamesTheWaitPolicyOnlyForSeveralThreadsWithItUnset) {
+  {
+    EnvScope unset("OMP_WAIT_POLICY", std::nullopt), unset_spins("GOMP_SPINCOUNT", std::nullopt);
+    EXPECT_EQ(cpu_threads_advice(1), "");
+    EXPECT_EQ(cpu_threads_advice(0), "");
+    const std::string advice = cpu_threads_advice(2);
+    EXPECT_CONTAINS(advice, "OMP_WAIT_POLICY=active");
+    EXPECT_CONTAINS(advice, "2 OpenMP threads");
+  }
+  for (const char* policy : {"active", "passive"}) {
+    EnvScope set("OMP_WAIT_POLICY", std::string(policy));
+    EXPECT_EQ(cpu_threads_advice(2), "") << policy;
+  }
+  EnvScope unset("OMP_WAIT_POLICY", std::nullopt), spins("GOMP_SPINCOUNT", std::string("infinite"));
+  EXPECT_EQ(cpu_threads_advice(2), "");
 }
 
 }  // namespace

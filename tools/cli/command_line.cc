@@ -61,7 +61,13 @@ void add_policy_flag(CLI::App& app, std::string& policy) {
 }
 
 void add_threads_flag(CLI::App& app, int& threads) {
-  app.add_option("--threads", threads, "Threads for GEMMs")->check(kThreads)->capture_default_str();
+  app.add_option("--threads", threads, "Threads for GEMMs (more than 1: run with OMP_WAIT_POLICY=active)")
+      ->check(kThreads)
+      ->capture_default_str()
+      ->each([](const std::string& text) {
+        const std::string advice = cpu_threads_advice(std::atoi(text.c_str()));
+        if (!advice.empty()) std::fprintf(stderr, "note: %s\n", advice.c_str());
+      });
 }
 
 void add_distributed_flags(CLI::App& app, DistributedFlags& flags) {

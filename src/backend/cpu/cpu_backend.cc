@@ -2,8 +2,12 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "../backend_factories.h"
+#include "sylva/core/device.h"
+#include "sylva/core/log.h"
 #include "cpu_kernels.h"
 
 namespace sylva {
@@ -117,7 +121,11 @@ class CpuBackend final : public Backend {
   }
 
   void set_threads(int threads) override {
-    if (threads > 0) Eigen::setNbThreads(threads);
+    if (threads <= 0) return;
+    Eigen::setNbThreads(threads);
+    static std::once_flag advised;
+    if (const std::string advice = cpu_threads_advice(threads); !advice.empty())
+      std::call_once(advised, [&] { log(LogLevel::info, "[cpu] " + advice); });
   }
 
   void update_parameter(const ParamUpdate& u) override { cpu::update_parameter(u, Eigen::nbThreads()); }

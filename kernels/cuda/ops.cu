@@ -83,6 +83,13 @@ __global__ void softmax_grad_kernel(const T* y, const T* dy, T* dx, int64_t rows
   }
 }
 
+// A bad row: flag[0] = the row (the first block to get here wins),
+// flag[1] = the id or label found there. The host reads both after a wait.
+__device__ inline void flag_row(int64_t* flag, int64_t row, int32_t value) {
+  if (atomicCAS(reinterpret_cast<unsigned long long*>(flag), ~0ull, static_cast<unsigned long long>(row)) == ~0ull)
+    flag[1] = value;
+}
+
 // scratch[0] += loss of the block's rows, scratch[1] += labelled rows.
 template <class T>
 __global__ void cross_entropy_kernel(const T* x, const int32_t* labels, int64_t rows, int64_t cols, double* scratch,
@@ -91,7 +98,7 @@ __global__ void cross_entropy_kernel(const T* x, const int32_t* labels, int64_t 
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int32_t l = labels[r];
     if (l < -1 || l >= cols) {
-      if (threadIdx.x == 0) atomicCAS(reinterpret_cast<unsigned long long*>(bad_row), ~0ull, r);
+      if (threadIdx.x == 0) flag_row(bad_row, r, l);
       continue;
     }
     if (l < 0) continue;
@@ -127,7 +134,7 @@ __global__ void cross_entropy_grad_kernel(const T* x, const int32_t* labels, con
     const int32_t l = labels[r];
     T* d = dx + r * cols;
     if (l < -1 || l >= cols) {
-      if (threadIdx.x == 0) atomicCAS(reinterpret_cast<unsigned long long*>(bad_row), ~0ull, r);
+      if (threadIdx.x == 0) flag_row(bad_row, r, l);
       continue;
     }
     if (l < 0) {
@@ -180,7 +187,7 @@ __global__ void lookup_kernel(const T* table, int64_t table_rows, const int32_t*
     const int32_t id = ids[r];
     T* o = out + r * cols;
     if (id >= table_rows || id < -1) {
-      if (threadIdx.x == 0) atomicCAS(reinterpret_cast<unsigned long long*>(bad_row), ~0ull, r);
+      if (threadIdx.x == 0) flag_row(bad_row, r, id);
       continue;
     }
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) o[c] = id < 0 ? T(0) : table[id * cols + c];
@@ -193,7 +200,7 @@ __global__ void lookup_grad_kernel(const T* dy, const int32_t* ids, T* out, int6
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const int32_t id = ids[r];
     if (id >= table_rows || id < -1) {
-      if (threadIdx.x == 0) atomicCAS(reinterpret_cast<unsigned long long*>(bad_row), ~0ull, r);
+      if (threadIdx.x == 0) flag_row(bad_row, r, id);
       continue;
     }
     if (id < 0) continue;

@@ -3,8 +3,11 @@
 // with the semantics of the CPU backend's kernels (src/backend/cpu). Plain
 // declarations: `stream` is a cudaStream_t, `f64` selects double over
 // float, and each returns the cudaError_t value of its launch (0: ok).
-// Kernels that validate ids or labels write the first offending row to
-// `bad_row` (device memory, set to -1 by the caller) instead of failing.
+// Kernels that validate ids or labels flag an offending row in `bad_row`
+// (two int64 of device memory, the first set to -1 by the caller) instead
+// of failing: bad_row[0] = the row, bad_row[1] = the id or label there.
+// They skip that row and go on; the caller reads the flag later
+// (src/backend/cuda/device_checks.h).
 #pragma once
 
 #include <cstdint>

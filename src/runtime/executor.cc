@@ -440,13 +440,17 @@ void Executor::forward(const GraphBatch& batch, Mode mode) {
 
 void Executor::set_step(uint64_t step) { impl_->step = step; }
 
-Tensor Executor::value(Symbol s) const {
+MatView Executor::device_value(Symbol s) const {
   SYLVA_CHECK(s.graph() == &impl_->program.graph(), "[executor] symbol is not from this executor's program");
   SYLVA_CHECK(impl_->forwarded, "[executor] value() called before forward()");
   SYLVA_CHECK(static_cast<size_t>(s.id()) < impl_->values.size(),
               "[executor] the symbol was added to the program after the last forward(); run forward() again");
+  return impl_->values[static_cast<size_t>(s.id())].view;
+}
+
+Tensor Executor::value(Symbol s) const {
+  const MatView v = device_value(s);
   const Node& n = impl_->program.graph().node(s.id());
-  const MatView& v = impl_->values[n.id].view;
   Tensor t(n.type.rowed ? Shape{v.rows, v.cols} : n.type.shape, v.dtype);
   impl_->backend.download(t.raw(), v.data, t.nbytes());
   return t;

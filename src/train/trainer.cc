@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <span>
 #include <vector>
@@ -25,6 +26,12 @@ void check_loss(const Program& program, Symbol loss) {
   const ir::ValueType& t = loss.type();
   SYLVA_CHECK(!t.rowed && t.shape.numel() == 1, "[trainer] the loss must be a fixed scalar, got ", t.str(),
               "; reduce it with sum(), mean() or softmax_cross_entropy()");
+}
+
+// A training step's loss, before any parameter moves.
+void check_loss_value(double loss, int64_t step) {
+  SYLVA_CHECK(std::isfinite(loss), "[trainer] the loss is ", loss, " at step ", step,
+              "; no parameter was updated. Lower the learning rate or enable clip_norm");
 }
 
 // Validates before the Executor compiles anything.
@@ -75,15 +82,28 @@ void Trainer::parameters_changed_on_host() {
   if (on_device_) executor_.param_store().host_changed();
 }
 
+// On the device, after forward: the loss goes into the slot after the
+// parameters' sums of squares, by a device copy (no wait), so that
+// device_update's one download brings both.
+void Trainer::stage_loss() {
+  const MatView loss = executor_.device_value(loss_);
+  SYLVA_ASSERT(loss.numel() == 1 && dtype_size(loss.dtype) <= sizeof(double), "the loss is a scalar");
+  const size_t n = params_.all().size();
+  sums_.reserve((n + 1) * sizeof(double));
+  executor_.backend().copy_rows(loss, {}, {static_cast<double*>(sums_.data()) + n, 1, 1, loss.dtype}, {});
+}
+
 // The device half of step(), after backward: decay, clipping and the
-// update in device kernels; one download of the sums of squares.
-double Trainer::device_update() {
+// update in device kernels. One download (the step's one wait for the
+// device) brings the sums of squares and the loss stage_loss() put beside
+// them; a non-finite loss stops the step before any parameter moves.
+void Trainer::device_update(StepResult& r) {
   ParamStore& store = executor_.param_store();
   Backend& device = executor_.backend();
   const double l2 = options_.weight_decay;
   const std::vector<Parameter*> all = params_.all();
-  sums_.reserve(std::max<size_t>(all.size(), 1) * sizeof(double));
   auto* sums = static_cast<double*>(sums_.data());
+  const DType loss_dtype = executor_.device_value(loss_).dtype;
   for (size_t k = 0; k < all.size(); ++k) {
     const Parameter& p = *all[k];
     auto it = sparse_.find(p.name);
@@ -95,8 +115,15 @@ double Trainer::device_update() {
     }
     device.sum_squares(g, store.value(p.name), p.decay ? l2 : 0.0, rows, sums + k);
   }
-  host_sums_.resize(all.size());
-  device.download(host_sums_.data(), sums, all.size() * sizeof(double));
+  host_sums_.resize(all.size() + 1);
+  device.download(host_sums_.data(), sums, host_sums_.size() * sizeof(double));
+  dispatch_floating(loss_dtype, [&](auto tag) {
+    decltype(tag) loss;
+    std::memcpy(&loss, &host_sums_.back(), sizeof loss);
+    r.loss = static_cast<double>(loss);
+  });
+  host_sums_.pop_back();
+  check_loss_value(r.loss, steps_);
   double sq = 0.0;
   for (double v : host_sums_) sq += v;
   const double norm = std::sqrt(sq);
@@ -105,7 +132,7 @@ double Trainer::device_update() {
   optimizer_->step(store, &sparse_, l2, scale, host_sums_);
   store.zero_grads(sparse_);
   if (options_.sync_parameters) store.download_values();
-  return norm;
+  r.grad_norm = norm;
 }
 
 StepResult Trainer::step(const GraphBatch& batch) {
@@ -124,11 +151,14 @@ StepResult Trainer::step(const GraphBatch& batch) {
   executor_.set_step(static_cast<uint64_t>(steps_));  // dropout keyed by the training step
   executor_.forward(batch, Mode::train);
   StepResult r;
-  r.loss = executor_.scalar(loss_);
   r.samples = batch.num_samples();
   r.vertices = batch.num_vertices();
-  SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_,
-              "; no parameter was updated. Lower the learning rate or enable clip_norm");
+  if (on_device_) {  // read with the gradient sums after backward: one wait per step
+    stage_loss();
+  } else {
+    r.loss = executor_.scalar(loss_);
+    check_loss_value(r.loss, steps_);
+  }
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
   executor_.backward(loss_, seed);  // on the device the gradients stay there (resident store)
   sparse_ = executor_.sparse_grads();
@@ -138,7 +168,7 @@ StepResult Trainer::step(const GraphBatch& batch) {
   r.local_samples = r.samples;
   r.local_vertices = r.vertices;
   if (on_device_) {
-    r.grad_norm = device_update();
+    device_update(r);
     sparse_valid_ = true;
     ++steps_;
   } else {

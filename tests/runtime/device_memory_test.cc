@@ -293,6 +293,68 @@ TEST(SimDevice, TheOptimiserOnTheDeviceGivesTheCpusParameters) {
   }
 }
 
+// A training step with the optimiser on the device waits for the device
+// once: the loss comes back with the gradients' sums of squares in one
+// download (sync_parameters off, as the examples train), whatever the
+// optimiser, with clipping on. The losses are still the CPU trainer's.
+TEST(SimDevice, ATrainingStepOnTheDeviceWaitsForTheDeviceOnce) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  for (int which = 0; which < 4; ++which) {
+    Net cpu, sim;
+    Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, make_optimiser(which), {.executor = {.seed = 2}, .clip_norm = 0.5});
+    Trainer on_sim(sim.p, sim.ps, sim.loss, make_optimiser(which),
+                   {.executor = {.backend = &test::sim_device(), .seed = 2}, .clip_norm = 0.5,
+                    .sync_parameters = false});
+    ASSERT_TRUE(on_sim.optimizer_on_device());
+    for (size_t k = 0; k < 6; ++k) {
+      const GraphBatch& b = bs[k % bs.size()];
+      const double want = on_cpu.step(b).loss;
+      const uint64_t before = test::sim_host_waits();
+      const double got = on_sim.step(b).loss;
+      EXPECT_EQ(test::sim_host_waits() - before, 1u) << "optimiser " << which << " step " << k;
+      EXPECT_NEAR(got, want, 1e-12 * std::abs(want)) << "optimiser " << which << " step " << k;
+    }
+  }
+}
+
+// A non-finite loss on the device is caught in that one download, before
+// the update: no parameter moves, the step does not count, and the next
+// step (the parameter repaired on the host) starts from zero gradients, as
+// a fresh CPU trainer's first step does.
+TEST(SimDevice, ANonFiniteLossOnTheDeviceStopsTheStepBeforeTheUpdate) {
+  std::vector<std::vector<InputGraph>> keep;
+  const std::vector<GraphBatch> bs = batches(keep);
+  Net cpu, sim;
+  const Tensor w = sim.ps["Wo"].value.clone();
+  sim.ps["Wo"].value.set(0, std::numeric_limits<double>::quiet_NaN());
+  Trainer on_sim(sim.p, sim.ps, sim.loss, make_optimiser(3),
+                 {.executor = {.backend = &test::sim_device(), .seed = 2}, .sync_parameters = false});
+  ASSERT_TRUE(on_sim.optimizer_on_device());
+  std::string msg;
+  try {
+    on_sim.step(bs[0]);
+  } catch (const Error& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("[trainer] the loss is nan at step 0; no parameter was updated"), std::string::npos) << msg;
+  EXPECT_EQ(on_sim.steps(), 0);
+  on_sim.sync_parameters();
+  for (const Parameter* prm : cpu.ps.all()) {
+    if (prm->name == "Wo") continue;
+    EXPECT_EQ(test::relative_error(sim.ps[prm->name].value, prm->value), 0.0) << prm->name << " moved";
+  }
+  sim.ps["Wo"].value.copy_from(w);
+  on_sim.parameters_changed_on_host();
+  Trainer on_cpu(cpu.p, cpu.ps, cpu.loss, make_optimiser(3), {.executor = {.seed = 2}});
+  const StepResult want = on_cpu.step(bs[0]), got = on_sim.step(bs[0]);
+  EXPECT_NEAR(got.loss, want.loss, 1e-12 * std::abs(want.loss));
+  EXPECT_NEAR(got.grad_norm, want.grad_norm, 1e-12 * want.grad_norm) << "gradients left from the failed step";
+  on_sim.sync_parameters();
+  for (const Parameter* prm : cpu.ps.all())
+    EXPECT_LE(test::relative_error(sim.ps[prm->name].value, prm->value), 1e-12) << prm->name;
+}
+
 // Without syncing after each step the ParameterSet keeps its old values
 // until sync_parameters(); values set on the host reach the device after
 // parameters_changed_on_host().

@@ -138,7 +138,12 @@ class SimBackend final : public Backend {
   }
   bool concurrent_calls() const override { return false; }
   uint64_t uploaded() const { return uploaded_; }
-  void synchronize() override { flush(queue_.empty() ? 0 : queue_.back().first); }
+  uint64_t host_waits() const { return host_waits_; }
+  // download() comes here too: each is one wait of the host for the device.
+  void synchronize() override {
+    ++host_waits_;
+    flush_all();
+  }
   int lanes() const override { return 2; }
   int set_lane(int lane) override {
     Backend::set_lane(lane);  // checks the range
@@ -156,6 +161,7 @@ class SimBackend final : public Backend {
     if (lane_ == deferred_) queue_.emplace_back(seq, std::move(fn));
     else fn();
   }
+  void flush_all() { flush(queue_.empty() ? 0 : queue_.back().first); }
   // Runs the deferred lane's calls up to number `upto`.
   void flush(uint64_t upto) {
     while (!queue_.empty() && queue_.front().first <= upto) {
@@ -170,9 +176,10 @@ class SimBackend final : public Backend {
   const bool fuses_;
   int lane_ = 0;
   uint64_t uploaded_ = 0;
+  uint64_t host_waits_ = 0;
   uint64_t submitted_[2] = {0, 0};
   std::deque<std::pair<uint64_t, std::function<void()>>> queue_;
-  TaggedMemory memory_{[this] { synchronize(); }};
+  TaggedMemory memory_{[this] { flush_all(); }};  // a release waits on a GPU's events, not the host
 };
 
 }  // namespace
@@ -191,6 +198,7 @@ Backend& sim_device_without_fused_kernels() {
   return unfused;
 }
 uint64_t sim_uploaded_bytes(int deferred_lane) { return sim(deferred_lane).uploaded(); }
+uint64_t sim_host_waits(int deferred_lane) { return sim(deferred_lane).host_waits(); }
 
 bool is_sim_pointer(const void* p) { return (reinterpret_cast<uintptr_t>(p) & kTag) != 0; }
 

@@ -25,6 +25,9 @@ Backend& sim_device(int deferred_lane = 1);
 Backend& sim_device_without_fused_kernels();
 /// Bytes sim_device(deferred_lane) has uploaded so far.
 uint64_t sim_uploaded_bytes(int deferred_lane = 1);
+/// How often the host has waited for sim_device(deferred_lane) so far:
+/// synchronize() and download() calls (a download waits for the device).
+uint64_t sim_host_waits(int deferred_lane = 1);
 /// Whether p is a sim_device() pointer (tag set).
 bool is_sim_pointer(const void* p);
 

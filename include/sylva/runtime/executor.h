@@ -133,6 +133,12 @@ class Executor {
   /// values (vertex order), the declared shape otherwise. A copy.
   Tensor value(Symbol s) const;
   double scalar(Symbol s) const;
+  /// The same value where it lives, in the backend's memory (device memory
+  /// on a GPU), without a copy or a wait: for passing it to the backend's
+  /// own calls (the Trainer copies the loss beside its gradient sums, so
+  /// one download per step brings both). Valid until the next forward()
+  /// or backward().
+  MatView device_value(Symbol s) const;
   /// Backpropagates from `loss` (a fixed scalar), scaling its gradient by
   /// `seed`; adds parameter gradients into the ParameterSet.
   void backward(Symbol loss, double seed = 1.0);

@@ -192,10 +192,11 @@ class Trainer {
   RowSparsity sparse_;        // row-sparse gradients of the last completed step
   bool sparse_valid_ = false;
   bool on_device_ = false;    // optimizer_on_device(): parameters resident on the device
-  Buffer sums_;               // on the device: each parameter's sum of squares (Backend::sum_squares)
+  Buffer sums_;               // on the device: each parameter's sum of squares (Backend::sum_squares), the loss
   std::vector<double> host_sums_;
 
-  double device_update();  // step() after backward, on the device; returns the gradient norm
+  void stage_loss();                  // step() after forward, on the device: the loss beside the sums
+  void device_update(StepResult& r);  // step() after backward, on the device: sets r.loss and r.grad_norm
   void host_update(StepResult& r);  // step() after the gradients are final, on the host
   StepResult parallel_step(const GraphBatch& batch);  // TrainerOptions::communicator (data_parallel.cc)
   std::unique_ptr<dist::Communicator> self_;           // deterministic mode without a communicator

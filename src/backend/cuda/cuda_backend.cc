@@ -5,8 +5,11 @@
 // Its memory() is device memory: the runtime keeps arenas, parameter copies
 // and inputs there. Calls are asynchronous on the backend's one stream:
 // host data (index tables, uploads) is copied into a ring of pinned memory
-// first, so the caller may reuse it at once; download() and the checks that
-// read a device flag synchronise. SYLVA_CUDA_SYNC=1 synchronises after
+// first, so the caller may reuse it at once; download() and synchronize()
+// wait. Ids and labels are checked on the device without a wait: a bad one
+// is flagged (device_checks.h) and its error, naming the row and value, is
+// thrown at the next download() or synchronize(), the wait a training step
+// has anyway. SYLVA_CUDA_SYNC=1 synchronises and reads the flags after
 // every call (errors then surface at the call that caused them).
 #include <algorithm>
 #include <array>
@@ -27,6 +30,7 @@
 #include "cuda/optim.h"
 #include "cuda/rows.h"
 #include "cuda_check.h"
+#include "device_checks.h"
 #include "device_memory.h"
 #include "fused_codegen.h"
 #include "nvrtc_cache.h"
@@ -67,13 +71,16 @@ int64_t rows_moved(const MatView& src, std::span<const int32_t> si, std::span<co
   return !si.empty() ? static_cast<int64_t>(si.size()) : !di.empty() ? static_cast<int64_t>(di.size()) : src.rows;
 }
 
-// Device scalars the validating and reducing kernels use: two doubles, the
-// first bad row (-1: none), and sum_squares' per-block partials.
+// Device scalars the reducing kernels use: two doubles and sum_squares'
+// per-block partials.
 struct Scalars {
   double sums[2];
-  int64_t bad_row;
   double partials[256];
 };
+
+// Flags for the validating kernels (device_checks.h): a wait every this
+// many checks at most, when the ring is full (a Tree-LSTM step makes a few dozen).
+constexpr size_t kFlags = 4096;
 
 class CudaBackend final : public Backend {
  public:
@@ -91,6 +98,12 @@ class CudaBackend final : public Backend {
     arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
     max_shared_ = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
     reserve_lanes(2);
+    flags_device_ = device_alloc(kFlags * sizeof(cuda::DeviceFlag));
+    SYLVA_CUDA_CHECK(cudaMemsetAsync(flags_device_.get(), 0xff, kFlags * sizeof(cuda::DeviceFlag), stream()));
+    cuda::DeviceFlag* host = nullptr;
+    SYLVA_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&host), kFlags * sizeof(cuda::DeviceFlag)));
+    flags_host_.reset(reinterpret_cast<char*>(host));
+    sync();
     const char* sync_env = std::getenv("SYLVA_CUDA_SYNC");
     sync_each_ = sync_env && std::string(sync_env) == "1";
   }
@@ -195,7 +208,10 @@ class CudaBackend final : public Backend {
 
   Memory& memory() override { return memory_; }
   bool concurrent_calls() const override { return false; }
-  void synchronize() override { sync(); }
+  void synchronize() override {
+    sync();
+    read_flags();
+  }
   void* native_stream() override { return stream(); }
 
   // Lanes: one CUDA stream each. An event goes back to the pool once its
@@ -251,12 +267,15 @@ class CudaBackend final : public Backend {
         cudaMemcpyAsync(dst, ring_host_.get() + at, bytes, cudaMemcpyHostToDevice, stream()));
     done();
   }
-  // Waits for everything queued before (on every lane), then for the copy.
+  // Waits for everything queued before (on every lane), then for the copy,
+  // which brings the pending id/label flags along.
   void download(void* dst, const void* src, size_t bytes) override {
     if (bytes == 0) return;
     sync();
     SYLVA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+    queue_flag_copy();
     sync();
+    settle_flags();
   }
 
  private:
@@ -278,7 +297,46 @@ class CudaBackend final : public Backend {
   }
   // After a call's work is queued.
   void done() {
-    if (sync_each_) sync();
+    if (!sync_each_) return;
+    sync();
+    read_flags();
+  }
+
+  // Deferred id/label checks (device_checks.h). The flag of the next
+  // validating kernel; a full ring is read back (a wait) and started over.
+  int64_t* claim_flag(cuda::DeviceChecks::Describe describe) {
+    if (!checks_.room()) {
+      sync();
+      read_flags();
+      sync();  // the resets of the flags read are done before their slots come round
+      checks_.restart();
+    }
+    return &flags()[checks_.claim(std::move(describe))].row;
+  }
+  cuda::DeviceFlag* flags() const { return static_cast<cuda::DeviceFlag*>(flags_device_.get()); }
+  cuda::DeviceFlag* host_flags() const { return reinterpret_cast<cuda::DeviceFlag*>(flags_host_.get()); }
+  // Queues the copy of the pending flags to the host, after a sync() (the
+  // kernels that write them, on any lane, are done); the caller waits next.
+  void queue_flag_copy() {
+    if (checks_.count() == 0) return;
+    const size_t first = checks_.first(), n = checks_.count();
+    SYLVA_CUDA_CHECK(cudaMemcpyAsync(host_flags() + first, flags() + first, n * sizeof(cuda::DeviceFlag),
+                                     cudaMemcpyDeviceToHost, stream()));
+  }
+  // After that wait: resets the flags on the device, in stream order, and
+  // throws the earliest flagged call's error.
+  void settle_flags() {
+    if (checks_.count() == 0) return;
+    const size_t first = checks_.first(), n = checks_.count();
+    SYLVA_CUDA_CHECK(cudaMemsetAsync(flags() + first, 0xff, n * sizeof(cuda::DeviceFlag), stream()));
+    checks_.settle({host_flags() + first, n});
+  }
+  // Both, after a sync(): the pending flags, read and settled.
+  void read_flags() {
+    if (checks_.count() == 0) return;
+    queue_flag_copy();
+    sync();
+    settle_flags();
   }
 
   // Room for `bytes` in the pinned ring; returns its offset. The device
@@ -307,25 +365,12 @@ class CudaBackend final : public Backend {
 
   void check(int launched) { SYLVA_CUDA_CHECK(static_cast<cudaError_t>(launched)); }
 
-  // The first row a validating kernel flagged (-1: none), after the stream.
-  int64_t bad_row() {
-    int64_t row = -1;
-    SYLVA_CUDA_CHECK(cudaMemcpyAsync(&row, &scalars()->bad_row, sizeof row, cudaMemcpyDeviceToHost, stream()));
-    sync();
-    return row;
-  }
-  int32_t id_at(const MatView& ids, int64_t row) {
-    int32_t id = 0;
-    SYLVA_CUDA_CHECK(cudaMemcpy(&id, ids.as<const int32_t>() + row, sizeof id, cudaMemcpyDeviceToHost));
-    return id;
-  }
 
   void run_own(const KernelArgs& a) {
     const bool f64 = a.out.dtype == DType::f64;
     void* s = stream();
     const MatView& x = a.in[0];
     Scalars* const sc = scalars();
-    SYLVA_CUDA_CHECK(cudaMemsetAsync(&sc->bad_row, 0xff, sizeof(int64_t), stream()));
     switch (a.node.op) {
       case OpKind::Softmax:
       case OpKind::LogSoftmax:
@@ -341,15 +386,16 @@ class CudaBackend final : public Backend {
       case OpKind::SoftmaxCrossEntropyGrad: {
         const bool mean = a.node.attrs.reduction == ir::Reduction::mean;
         const auto* labels = a.in[1].as<const int32_t>();
+        int64_t* const flag = claim_flag([cols = x.cols](int64_t row, int64_t label) {
+          return detail::concat("[softmax_cross_entropy] label ", label, " at row ", row, " out of range [0, ", cols,
+                                ") (use -1 for no loss)");
+        });
         if (a.node.op == OpKind::SoftmaxCrossEntropy)
-          check(cuda_kernels::cross_entropy(x.data, labels, a.out.data, x.rows, x.cols, mean, sc->sums,
-                                            &sc->bad_row, f64, s));
+          check(cuda_kernels::cross_entropy(x.data, labels, a.out.data, x.rows, x.cols, mean, sc->sums, flag, f64,
+                                            s));
         else
           check(cuda_kernels::cross_entropy_grad(x.data, labels, a.in[2].data, a.out.data, x.rows, x.cols, mean,
-                                                 sc->sums, &sc->bad_row, f64, s));
-        if (const int64_t r = bad_row(); r >= 0)
-          SYLVA_THROW("[softmax_cross_entropy] label ", id_at(a.in[1], r), " at row ", r, " out of range [0, ",
-                      x.cols, ") (use -1 for no loss)");
+                                                 sc->sums, flag, f64, s));
         break;
       }
       case OpKind::Sum:
@@ -370,15 +416,14 @@ class CudaBackend final : public Backend {
         const auto* ids = a.in[1].as<const int32_t>();
         const bool fwd = a.node.op == OpKind::Lookup;
         const int64_t table_rows = fwd ? x.rows : a.out.rows;
+        int64_t* const flag = claim_flag([table_rows](int64_t row, int64_t id) {
+          return detail::concat("[lookup] id ", id, " at row ", row, " is out of range [0, ", table_rows,
+                                ") of the table");
+        });
         if (fwd)
-          check(cuda_kernels::lookup(x.data, table_rows, ids, a.out.data, a.out.rows, a.out.cols, &sc->bad_row,
-                                     f64, s));
+          check(cuda_kernels::lookup(x.data, table_rows, ids, a.out.data, a.out.rows, a.out.cols, flag, f64, s));
         else
-          check(cuda_kernels::lookup_grad(x.data, ids, a.out.data, x.rows, table_rows, a.out.cols, &sc->bad_row,
-                                          f64, s));
-        if (const int64_t r = bad_row(); r >= 0)
-          SYLVA_THROW("[lookup] id ", id_at(a.in[1], r), " at row ", r, " is out of range [0, ", table_rows,
-                      ") of the table");
+          check(cuda_kernels::lookup_grad(x.data, ids, a.out.data, x.rows, table_rows, a.out.cols, flag, f64, s));
         break;
       }
       case OpKind::DropoutMask: {
@@ -529,6 +574,9 @@ class CudaBackend final : public Backend {
   std::vector<uint64_t> free_events_;
   cuda::DeviceMemory memory_;
   bool sync_each_ = false;
+  cuda::DeviceChecks checks_{kFlags};                   // claim_flag(): the validating kernels' flags
+  std::unique_ptr<void, cuda::DeviceDeleter> flags_device_;
+  std::unique_ptr<char, cuda::PinnedDeleter> flags_host_;
   // The staging ring (reserve_ring()): pinned host memory and its device mirror.
   std::unique_ptr<char, cuda::PinnedDeleter> ring_host_;
   std::unique_ptr<void, cuda::DeviceDeleter> ring_device_;

@@ -10,10 +10,13 @@
 #  2. the GPU tests (tests/cuda, and the op harness and invariance suites
 #     with SYLVA_TEST_DEVICE=cuda), with SYLVA_CUDA_SYNC=1;
 #  3. without a GPU: stop with a clear "no GPU" status (exit 2);
-#  4. bench_cuda (cuBLAS, fused gates); bench_suite on the GPU, Sylva
-#     against the dynamic-declaration autobatch baseline (Tree-LSTM on SST,
-#     Fixed-LSTM on PTB with cuDNN's LSTM beside it, IOS on SqueezeNet and
-#     Inception-v3, CoSA's kernels against cuDNN, Tree-FC, Var-LSTM);
+#  4. bench_cuda (cuBLAS, fused gates); bench_suite on the GPU, whole
+#     training steps (forward, backward, Sylva's SGD on the device, a
+#     device synchronisation before the clock stops), Sylva against the
+#     dynamic-declaration baselines (Tree-LSTM on SST at d 300, h 150
+#     against autobatch and unbatched; Fixed-LSTM on PTB with cuDNN's LSTM
+#     running the same step beside it; IOS on SqueezeNet and Inception-v3;
+#     CoSA's kernels against cuDNN; Tree-FC; Var-LSTM);
 #  5. a summary table.
 # Writes at most 8 files to $OUT (default <bundle>/out): env.txt,
 # tests.txt, bench_cuda.txt, suite.txt, lstm_cudnn.txt, ios.txt,
@@ -123,15 +126,16 @@ if [[ -n $no_gpu ]] && ! nvidia-smi > /dev/null 2>&1; then
 fi
 
 step 40 bench_cuda.txt bench_cuda "$bin/bench_cuda" --rows 64,256,1024,4096 --repeats 20
-suite() {  # suite <name> <bench_suite args...>
-  local name=$1
-  shift
-  step 60 suite.txt "$name" "$bin/bench_suite" --device cuda --repeats "$REPEATS" --min-time "$MIN_TIME" \
-    --csv "$work/$name.csv" "$@"
+suite() {  # suite <seconds> <name> <bench_suite args...>
+  local limit=$1 name=$2
+  shift 2
+  step "$limit" suite.txt "$name" "$bin/bench_suite" --device cuda --repeats "$REPEATS" --min-time "$MIN_TIME" \
+    --optimizer sgd --lr 0.05 --csv "$work/$name.csv" "$@"
 }
 pair=sylva,dynamic-decl-autobatch
-suite tree_lstm --data "$SYLVA_DATA" --workload tree-lstm --strategies $pair --batch 1,16,64,256 --hidden 150
-suite fixed_lstm --data "$SYLVA_DATA" --workload fixed-lstm --strategies sylva --batch 16,64 --hidden 200 \
+suite 90 tree_lstm --data "$SYLVA_DATA" --workload tree-lstm --strategies $pair,dynamic-decl --batch 25,64,256 \
+  --embed 300 --hidden 150
+suite 60 fixed_lstm --data "$SYLVA_DATA" --workload fixed-lstm --strategies sylva --batch 16,64 --hidden 200 \
   --max-samples 4096
 step 40 lstm_cudnn.txt bench_cudnn_lstm "$bin/bench_cudnn_lstm" --batch 16,64 --hidden 200 --vocab 10000 --steps 64 \
   --repeats 20
@@ -141,8 +145,8 @@ step 50 ios.txt ios_b1 "$bin/bench_ios" --data "$SYLVA_DATA" --cost profile --de
 step 90 cosa_gpu.txt cosa_gpu "$bin/bench_cosa_gpu" \
   --layers "$SYLVA_DATA/cosa/workloads/resnet50/unique_layers.yaml" --limit 6 --budgets 1,10 --correlate 1 \
   --mappings 30 --reps 10
-suite tree_fc --workload tree-fc --strategies $pair --batch 16,64,256 --leaves 128 --hidden 128,512 --trees 256
-suite var_lstm --data "$SYLVA_DATA" --workload var-lstm --strategies $pair --batch 16,64 --hidden 200,512 \
+suite 60 tree_fc --workload tree-fc --strategies $pair --batch 16,64,256 --leaves 128 --hidden 128,512 --trees 256
+suite 60 var_lstm --data "$SYLVA_DATA" --workload var-lstm --strategies $pair --batch 16,64 --hidden 200,512 \
   --max-samples 4096
 
 {
@@ -151,13 +155,19 @@ suite var_lstm --data "$SYLVA_DATA" --workload var-lstm --strategies $pair --bat
   echo "$tests_line (a skip on a GPU machine means the GPU was not usable)"
   grep -E "^(gemm|fused)" "$OUT/bench_cuda.txt" 2> /dev/null
   echo
-  echo "Sylva vs dynamic-declaration autobatch, both on the GPU (training; units/s medians, ratio = sylva / baseline)"
-  printf "%-11s %6s %6s %6s %14s %14s %8s\n" workload batch hidden leaves sylva baseline ratio
+  echo "Sylva vs the dynamic-declaration baselines, all on the GPU (training steps with SGD on the device;"
+  echo "units/s medians; x autobatch = sylva / dynamic-decl-autobatch, x unbatched = sylva / dynamic-decl)"
+  printf "%-11s %6s %6s %6s %12s %12s %12s %11s %11s\n" workload batch hidden leaves sylva autobatch unbatched \
+    "x autobatch" "x unbatched"
   cat "$work"/tree_lstm.csv "$work"/tree_fc.csv "$work"/var_lstm.csv 2> /dev/null | awk -F, '
     $1 == "workload" { next }
-    { key = $1 FS $4 FS $5 FS $6; if ($2 == "sylva") s[key] = $12; else b[key] = $12; if (!(key in seen)) { seen[key] = 1; order[n++] = key } }
+    { key = $1 FS $4 FS $5 FS $6; v[$2, key] = $12; if (!(key in seen)) { seen[key] = 1; order[n++] = key } }
+    function cell(x) { return x > 0 ? sprintf("%12.1f", x) : sprintf("%12s", "-") }
+    function ratio(a, b) { return b > 0 ? sprintf("%10.2fx", a / b) : sprintf("%11s", "-") }
     END { for (i = 0; i < n; i++) { k = order[i]; split(k, f, FS);
-            printf "%-11s %6s %6s %6s %14.1f %14.1f %7.2fx\n", f[1], f[2], f[3], f[4], s[k], b[k], (b[k] > 0 ? s[k] / b[k] : 0) } }'
+            s = v["sylva", k]; a = v["dynamic-decl-autobatch", k]; u = v["dynamic-decl", k];
+            printf "%-11s %6s %6s %6s %s %s %s %s %s\n", f[1], f[2], f[3], f[4], cell(s), cell(a), cell(u),
+              ratio(s, a), ratio(s, u) } }'
   if [[ -f $work/fixed_lstm.csv ]]; then
     echo
     echo "Fixed-LSTM training, words/s medians (ratio = cuDNN / Sylva)"

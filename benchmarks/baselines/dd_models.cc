@@ -197,8 +197,11 @@ void ModelDeclarer::lstm(Graph& g, const InputGraph& s) {
 }
 
 GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
-    : ps_(ps), backend_(backend_for(o.executor.device)), graph_(ps, backend_), measure_(o.measure_movement),
-      opt_(make_strategy_optimizer(o, "dynamic-decl")) {
+    : ps_(ps),
+      backend_(o.executor.backend ? *o.executor.backend : backend_for(o.executor.device)),
+      graph_(ps, backend_),
+      measure_(o.measure_movement),
+      update_(o, "dynamic-decl") {
   backend_.set_threads(o.executor.threads);
   // On a device the parameters stay there and gradients are zeroed there, as
   // in a training loop with the optimiser on the device (Sylva's likewise).
@@ -207,7 +210,13 @@ GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
 
 void GraphStrategy::update() {
   SYLVA_CHECK(last_train_, "[bench] ", name(), ": update() after a step without training");
-  host_update(opt_.get(), ps_, touched_, name());
+  update_.run(graph_.param_store(), touched_);
+}
+
+void GraphStrategy::synchronize() { backend_.synchronize(); }
+
+void GraphStrategy::download_parameters() {
+  if (graph_.param_store().resident()) graph_.param_store().download_values();
 }
 
 StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train) {

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "dynamic_decl.h"
+#include "strategies_internal.h"
 #include "strategy.h"
 
 namespace sylva::bench::dd {
@@ -45,6 +46,8 @@ class GraphStrategy : public Strategy {
  public:
   /// The optimiser step over the rows the last backward touched.
   void update() override;
+  void synchronize() override;
+  void download_parameters() override;
 
  protected:
   GraphStrategy(ParameterSet& ps, const StrategyOptions& o);
@@ -68,7 +71,7 @@ class GraphStrategy : public Strategy {
   bool first_ = true;
   bool last_train_ = false;
   RowSparsity touched_;
-  std::unique_ptr<Optimizer> opt_;
+  StrategyUpdate update_;
 };
 
 /// One step of Zaremba et al.'s LSTM on row blocks: gates = x·W + b, plus

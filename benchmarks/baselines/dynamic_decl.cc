@@ -38,7 +38,8 @@ Graph::Graph(ParameterSet& params, Backend& backend)
       values_(backend.memory()),
       grads_(backend.memory()),
       gathered_(backend.memory()),
-      ids_buf_(backend.memory()) {
+      ids_buf_(backend.memory()),
+      losses_(backend.memory()) {
   for (int i = 0; i < 3; ++i) scratch_.emplace_back(backend.memory());
 }
 
@@ -322,6 +323,12 @@ void Graph::kernel(ir::OpKind op, std::span<const MatView> in, MatView out, Kern
   knode_.attrs.end = o.begin + out.cols;
   knode_.attrs.trans_a = o.trans_a;
   knode_.attrs.trans_b = o.trans_b;
+  if (op == ir::OpKind::Assemble) {  // in[0] into columns [begin, begin + its width) of out
+    knode_.attrs.ranges.assign({o.begin, o.begin + in[0].cols});
+    knode_.attrs.width = out.cols;
+  } else {
+    knode_.attrs.ranges.clear();
+  }
   const ExecContext ctx;
   backend_.run({knode_, in, out, ctx, o.accumulate});
   ++stats_.kernels;
@@ -347,7 +354,14 @@ double Graph::forward(bool autobatch, bool training, bool time_movement) {
     value_elems_ += n.rows * n.cols;
     for (int k = 0; k < n.nargs; ++k) gathered_bound += rows(arg(n, k)) * cols(arg(n, k));
   }
+  loss_groups_ = 0;
+  for (const Group& g : groups_) {
+    const Node& first = nodes_[static_cast<size_t>(order_[static_cast<size_t>(g.first)])];
+    value_elems_ += first.cols;  // room to start each group on a row of its width (see run_group)
+    if (first.op == Op::Xent) ++loss_groups_;
+  }
   values_.reserve(static_cast<size_t>(std::max<int64_t>(value_elems_, 1)) * esize_);
+  losses_.reserve(static_cast<size_t>(std::max<int64_t>(loss_groups_, 1)) * esize_);
   gathered_.reserve(static_cast<size_t>(std::max<int64_t>(gathered_bound, 1)) * esize_);
   int64_t max_args = 0;
   for (const Group& g : groups_)
@@ -362,7 +376,9 @@ double Graph::forward(bool autobatch, bool training, bool time_movement) {
   gathered_elems_ = 0;
   training_ = training;
   time_movement_ = time_movement;
+  loss_groups_ = 0;
   for (const Group& g : groups_) run_group(g);
+  stats_.loss = read_losses();
   stats_.compute_s = seconds_since(t1);
   forwarded_ = true;
   return stats_.loss;
@@ -374,7 +390,11 @@ void Graph::run_group(const Group& g) {
   const Clock::time_point start = time_movement_ ? Clock::now() : Clock::time_point{};
   const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
   Node& first = nodes_[static_cast<size_t>(members[0])];
-  // Outputs: consecutive rows, in group order.
+  // Outputs: consecutive rows, in group order. On a device the block starts
+  // at a multiple of its width, so that every value is a whole row of the
+  // value buffer seen as rows of that width: gathers and scatters then move
+  // rows (copy_rows / add_rows over row indices), as DyNet's GPU gathers do.
+  if (!host_ && first.cols > 0) value_elems_ = (value_elems_ + first.cols - 1) / first.cols * first.cols;
   const int64_t out_offset = value_elems_;
   for (Expr e : members) {
     Node& n = nodes_[static_cast<size_t>(e)];
@@ -416,11 +436,11 @@ void Graph::gather_inputs(const Group& g, std::span<const Expr> members) {
         std::memcpy(dst, static_cast<const char*>(values_.data()) + a.offset * static_cast<int64_t>(esize_), bytes);
         dst += bytes;
       }
-    } else {  // a device gathers the elements in one kernel (DyNet's GPU gather)
-      input_elements(members, k);
-      const auto n = static_cast<int64_t>(index_.size());
-      const MatView dst = elements(gathered_, gathered_elems_ + n, dtype_).block(gathered_elems_, n);
-      backend_.copy_rows(elements(values_, value_elems_, dtype_), index_, dst, {});
+    } else {  // a device gathers the rows in one kernel (DyNet's GPU gather)
+      input_rows(members, k);
+      const MatView dst{static_cast<char*>(gathered_.data()) + gathered_elems_ * static_cast<int64_t>(esize_), g.rows,
+                        a0.cols, dtype_};
+      backend_.copy_rows(rows_of(values_, a0.cols), index_, dst, {});
     }
     for (Expr e : members) {
       const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
@@ -475,10 +495,11 @@ void Graph::forward_op(const Group& g, std::span<const Expr> members, MatView ou
       break;
     }
     case Op::Xent: {
+      // Each loss group's sum into a slot of its own, read in one download
+      // at the end of forward (read_losses): no wait per loss group.
       MatView in[2] = {input_block(g, 0), group_ids(members)};
-      MatView l = scratch(0, 1, 1);
+      const MatView l{static_cast<char*>(losses_.data()) + loss_groups_++ * static_cast<int64_t>(esize_), 1, 1, dtype_};
       kernel(OpKind::SoftmaxCrossEntropy, in, l);
-      stats_.loss += scalar(l);
       break;
     }
   }
@@ -525,23 +546,35 @@ MatView Graph::group_ids(std::span<const Expr> members) {
   return {ids_buf_.data(), rows, 1, DType::i32};
 }
 
-void Graph::input_elements(std::span<const Expr> members, int k) {
+void Graph::input_rows(std::span<const Expr> members, int k) {
   index_.clear();
   for (Expr e : members) {
     const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], k))];
-    for (int64_t i = 0; i < a.rows * a.cols; ++i) index_.push_back(static_cast<int32_t>(a.offset + i));
+    SYLVA_ASSERT(a.offset % a.cols == 0, "a device value starts on a row of its width");
+    for (int64_t r = 0; r < a.rows; ++r) index_.push_back(static_cast<int32_t>(a.offset / a.cols + r));
   }
 }
 
-double Graph::scalar(MatView v) const {
-  if (dtype_ == DType::f64) {
-    double x = 0;
-    backend_.download(&x, v.data, sizeof x);
-    return x;
+MatView Graph::rows_of(Buffer& b, int64_t cols) const { return {b.data(), value_elems_ / cols, cols, dtype_}; }
+
+double Graph::read_losses() {
+  const auto n = static_cast<size_t>(loss_groups_);
+  if (n == 0) return 0.0;
+  loss_host_.resize(n * esize_);
+  backend_.download(loss_host_.data(), losses_.data(), loss_host_.size());  // the forward's one wait
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    if (dtype_ == DType::f64) {
+      double x = 0;
+      std::memcpy(&x, loss_host_.data() + i * esize_, sizeof x);
+      sum += x;
+    } else {
+      float x = 0;
+      std::memcpy(&x, loss_host_.data() + i * esize_, sizeof x);
+      sum += static_cast<double>(x);
+    }
   }
-  float x = 0;
-  backend_.download(&x, v.data, sizeof x);
-  return static_cast<double>(x);
+  return sum;
 }
 
 }  // namespace sylva::bench::dd

@@ -16,9 +16,11 @@
 // Sylva's own kernels (Backend::run), so only the strategy differs from
 // Sylva's: graph construction per sample, signature analysis and copies at
 // run time instead of one vertex function batched by BFS. On a device
-// (CUDA) values live in device memory, and non-contiguous inputs are
-// gathered (and their gradients scattered back) by one kernel per input,
-// as DyNet does on a GPU, instead of one memcpy per node.
+// (CUDA) values live in device memory, each group's block starting on a
+// row of its width, and non-contiguous inputs are gathered (and their
+// gradients scattered back) as whole rows by one kernel per input, as
+// DyNet does on a GPU, instead of one memcpy per node; the losses of all
+// loss groups come back in one download at the end of forward (one wait).
 #pragma once
 
 #include <chrono>
@@ -157,7 +159,7 @@ class Graph {
   // dX and dW of a group of matmuls.
   void backward_matmul(const Group& g, MatView dy);
   // dy added into the sliced columns of each input's gradient.
-  void backward_slice(std::span<const Expr> members, MatView dy);
+  void backward_slice(const Group& g, MatView dy);
   // The block of input k of group g: in place or gathered.
   MatView input_block(const Group& g, int k);
   MatView value_view(int64_t offset, int64_t rows, int64_t cols);
@@ -169,12 +171,13 @@ class Graph {
   // The ids of a group's members (lookup ids, labels), in ids_host_ and
   // where the kernels read them.
   MatView group_ids(std::span<const Expr> members);
-  // index_ = the element offsets of input k of every member, in order.
-  void input_elements(std::span<const Expr> members, int k);
-  // Device: grads_[index_[k]] += d[k] for every k, one kernel.
-  void scatter_elements(MatView d);
-  // A one-element value on the host.
-  double scalar(MatView v) const;
+  // Device: index_ = the rows of input k of every member, in order, in
+  // the value (or gradient) buffer seen as rows of that input's width.
+  void input_rows(std::span<const Expr> members, int k);
+  // Buffer `b` (values_ or grads_) as rows of `cols` elements.
+  MatView rows_of(Buffer& b, int64_t cols) const;
+  // The sum of the loss groups' slots in losses_ (one download).
+  double read_losses();
 
   ir::Node knode_;  // the node each kernel call describes (op and attributes)
   Backend& backend_;
@@ -192,12 +195,13 @@ class Graph {
   std::vector<Expr> order_;  // nodes grouped, group by group
   std::vector<Group> groups_;
   std::vector<int64_t> gathered_offsets_;
-  Buffer values_, grads_, gathered_, ids_buf_;
+  Buffer values_, grads_, gathered_, ids_buf_, losses_;  // losses_: one slot per loss group
   std::vector<Buffer> scratch_;
-  std::vector<int32_t> ids_host_, index_;  // group ids; element indices of device gathers and scatters
+  std::vector<int32_t> ids_host_, index_;  // group ids; row indices of device gathers and scatters
+  std::vector<char> loss_host_;
   std::vector<float> const_staging_;
   std::vector<MatView> concat_in_;
-  int64_t value_elems_ = 0, gathered_elems_ = 0;
+  int64_t value_elems_ = 0, gathered_elems_ = 0, loss_groups_ = 0;
   bool forwarded_ = false, training_ = false, time_movement_ = false;
   RunStats stats_;
   RowSparsity touched_;

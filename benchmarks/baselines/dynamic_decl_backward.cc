@@ -80,7 +80,7 @@ void Graph::backward_group(const Group& g) {
       break;
     }
     case Op::Slice:
-      backward_slice(members, dy);
+      backward_slice(g, dy);
       break;
     case Op::Xent: {
       MatView seed = scratch(2, 1, 1);
@@ -134,21 +134,21 @@ void Graph::backward_matmul(const Group& g, MatView dy) {
   kernel(OpKind::MatMul, dw_in, store_.grad(w.name), {.trans_a = true, .accumulate = true});
 }
 
-void Graph::backward_slice(std::span<const Expr> members, MatView dy) {
-  const Node& first = nodes_[static_cast<size_t>(members[0])];
+void Graph::backward_slice(const Group& g, MatView dy) {
+  const Node& first = nodes_[static_cast<size_t>(order_[static_cast<size_t>(g.first)])];
+  if (!host_) {  // dy placed in the sliced columns of zero rows, then those rows added in
+    MatView in[1] = {dy};
+    grad_kernel(g, 0, ir::OpKind::Assemble, in, {.begin = first.begin});
+    return;
+  }
   // d(input)[:, begin:end] += dy, row by row into each input's gradient.
+  const std::span<const Expr> members(order_.data() + g.first, static_cast<size_t>(g.count));
   int64_t row = 0;
-  index_.clear();
   for (Expr e : members) {
     const Node& a = nodes_[static_cast<size_t>(arg(nodes_[static_cast<size_t>(e)], 0))];
-    for (int64_t r = 0; r < a.rows; ++r, ++row) {
-      const int64_t at = a.offset + r * a.cols + first.begin;
-      if (host_) backend_.accumulate(dy.block(row, 1), grad_view(at, 1, first.cols));
-      else
-        for (int64_t c = 0; c < first.cols; ++c) index_.push_back(static_cast<int32_t>(at + c));
-    }
+    for (int64_t r = 0; r < a.rows; ++r, ++row)
+      backend_.accumulate(dy.block(row, 1), grad_view(a.offset + r * a.cols + first.begin, 1, first.cols));
   }
-  if (!host_) scatter_elements(dy);
 }
 
 void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
@@ -168,16 +168,12 @@ void Graph::add_input_grad(const Group& g, int k, MatView d, bool in_place) {
       backend_.accumulate(d.block(row, a.rows), grad_view(a.offset, a.rows, a.cols));
       row += a.rows;
     }
-  } else {  // one kernel adding every element to its place
-    input_elements(members, k);
-    scatter_elements(d);
+  } else {  // one kernel adding every row to its place
+    const Node& a0 = nodes_[static_cast<size_t>(arg(first, k))];
+    input_rows(members, k);
+    backend_.add_rows(d, {}, rows_of(grads_, a0.cols), index_);
   }
   if (time_movement_ && !moves_data(first.op)) stats_.movement_s += seconds_since(start);
-}
-
-void Graph::scatter_elements(MatView d) {
-  const auto n = static_cast<int64_t>(index_.size());
-  backend_.add_rows({d.data, n, 1, d.dtype}, {}, elements(grads_, value_elems_, dtype_), index_);
 }
 
 }  // namespace sylva::bench::dd

@@ -76,6 +76,13 @@ class Strategy {
   /// One optimiser step from the last step()'s gradients; sylva::Error
   /// when the strategy was made without an optimizer or cannot run one.
   virtual void update() { SYLVA_THROW("[bench] strategy ", name(), " has no optimizer update"); }
+  /// Waits until the device has run everything the last step() and
+  /// update() queued (nothing to wait for on the CPU): the benchmark stops
+  /// its clock after this, so that a step on a device is timed whole.
+  virtual void synchronize() {}
+  /// Copies parameters the strategy keeps on a device back into its
+  /// ParameterSet (nothing to do where they live on the host).
+  virtual void download_parameters() {}
 };
 
 /// Samples of a workload: SST trees (tree-lstm), PTB sentence chains

@@ -54,7 +54,7 @@ class SylvaStrategy final : public Strategy {
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps, with_policy(o.executor, policy)),
         name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement),
-        opt_(make_strategy_optimizer(o, name_)) {
+        update_(o, name_) {
     if (measure_) ex_.set_observer(profiler_.observer());
     // On a device the parameters stay there and gradients are zeroed there, as
     // the Trainer does with its optimiser on the device (the baselines likewise).
@@ -63,7 +63,11 @@ class SylvaStrategy final : public Strategy {
 
   std::string name() const override { return name_; }
 
-  void update() override { host_update(opt_.get(), ps_, ex_.sparse_grads(), name_); }
+  void update() override { update_.run(ex_.param_store(), ex_.sparse_grads()); }
+  void synchronize() override { ex_.backend().synchronize(); }
+  void download_parameters() override {
+    if (ex_.param_store().resident()) ex_.param_store().download_values();
+  }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
     StepStats s;
@@ -98,7 +102,7 @@ class SylvaStrategy final : public Strategy {
   Executor ex_;
   std::string name_;
   bool measure_ = false;
-  std::unique_ptr<Optimizer> opt_;
+  StrategyUpdate update_;
   bool first_ = true;
 };
 

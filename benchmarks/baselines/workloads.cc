@@ -64,17 +64,24 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
               "dynamic-decl-autobatch, dynamic-decl-autobatch-dense, padded; libtorch-* need a build with libtorch)");
 }
 
-std::unique_ptr<Optimizer> make_strategy_optimizer(const StrategyOptions& o, const std::string& who) {
-  if (o.optimizer == "none") return nullptr;
-  SYLVA_CHECK(o.executor.device.kind == DeviceKind::cpu, "[bench] ", who,
-              ": --optimizer runs on the CPU only for now, not on ", o.executor.device.str(),
-              " (use --optimizer none there)");
-  return examples::make_optimizer(o.optimizer, o.lr, who);
+StrategyUpdate::StrategyUpdate(const StrategyOptions& o, std::string who) : who_(std::move(who)) {
+  if (o.optimizer != "none") opt_ = examples::make_optimizer(o.optimizer, o.lr, who_);
 }
 
-void host_update(Optimizer* opt, ParameterSet& ps, const RowSparsity& sparse, const std::string& who) {
-  SYLVA_CHECK(opt != nullptr, "[bench] strategy ", who, " was made without an optimizer (--optimizer none)");
-  opt->step(ps, &sparse);
+void StrategyUpdate::run(ParamStore& store, const RowSparsity& sparse) {
+  SYLVA_CHECK(opt_ != nullptr, "[bench] strategy ", who_, " was made without an optimizer (--optimizer none)");
+  if (!store.resident()) {
+    opt_->step(store.parameters(), &sparse);
+    return;
+  }
+  const size_t n = store.parameters().all().size();
+  if (!sums_) sums_ = std::make_unique<Buffer>(store.backend().memory());
+  sums_->reserve(std::max<size_t>(n, 1) * sizeof(double));
+  auto* sums = static_cast<double*>(sums_->data());
+  queue_gradient_sums(store, sparse, 0.0, sums);
+  host_sums_.resize(n);
+  store.backend().download(host_sums_.data(), sums, n * sizeof(double));
+  opt_->step(store, &sparse, 0.0, 1.0, host_sums_);
 }
 
 namespace {

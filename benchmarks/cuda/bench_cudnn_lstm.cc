@@ -1,30 +1,50 @@
 // The Fixed-LSTM workload's strongest GPU baseline (the Cavs paper's): one
 // training step of the LSTM language model with the recurrence in cuDNN's
-// RNN (LSTM) kernels. Per step, on chains of --steps tokens x --batch
-// chains (time-major): embedding lookup, cuDNN LSTM forward (training),
-// projection to the vocabulary (cuBLAS), softmax cross-entropy (mean), and
-// back: the projection's gradients, cuDNN backward data and weights, the
-// embedding gradient, and an SGD update of every parameter. The lookup,
-// GEMM and loss kernels are the CUDA backend's, called directly on device
-// memory. Synthetic token ids (uniform over the vocabulary): only time is
-// measured. Prints words/s (median and spread of --repeats steps after a
-// warm-up). Exits 2 with the reason when there is no GPU.
+// RNN (LSTM) kernels, doing what `bench_suite --workload fixed-lstm
+// --device cuda --optimizer sgd` does per step on Sylva's side, so the two
+// rates compare like for like. Per step, on --batch chains of --steps
+// tokens (time-major):
+//  - the host checks every id and target against the vocabulary (Sylva's
+//    executor validates its batch) and uploads them through the backend;
+//  - the gradients are zeroed as Sylva's strategy zeroes them (dense ones
+//    in full, the embedding's rows touched last step);
+//  - forward: embedding lookup, cuDNN LSTM forward (training), projection
+//    to the vocabulary plus its bias, softmax cross-entropy summed over
+//    tokens (as Sylva's loss), the loss downloaded (Sylva's strategy reads
+//    its loss after forward: one wait);
+//  - backward: the loss gradient, the projection's and bias's gradients,
+//    cuDNN backward data and weights, the embedding gradient added into
+//    the looked-up rows;
+//  - the update: Sylva's own SGD on the device (ParamStore, resident), the
+//    optimiser Sylva's side runs: each gradient's sum of squares in one
+//    download (checked for NaNs), then the update kernels, the embedding's
+//    rows only;
+//  - a device synchronisation before the clock stops.
+// What differs: the LSTM recurrence (cuDNN's fused RNN kernels against
+// Sylva's batched cell) and the ids (uniform synthetic ones here, PTB's
+// stream on Sylva's side: the same work per token). cuDNN, cuBLAS and the
+// backend's kernels share the backend's stream. Prints words/s (median and
+// spread of --repeats steps after a warm-up). Exits 2 with the reason when
+// there is no GPU.
 //
 //   bench_cudnn_lstm [--batch 16,64] [--hidden 200] [--vocab 10000] [--steps 64] [--layers 1] [--repeats 20]
 #include <CLI/CLI.hpp>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
 
 #include "sylva/backend/backend.h"
+#include "sylva/frontend/parameter_set.h"
 #include "sylva/ir/graph.h"
+#include "sylva/runtime/param_store.h"
+#include "sylva/train/optimizer.h"
 
 using namespace sylva;
 using ir::OpKind;
@@ -45,11 +65,6 @@ namespace {
     const cudnnStatus_t err_ = (e);                                                 \
     if (err_ != CUDNN_STATUS_SUCCESS) fail(#e, cudnnGetErrorString(err_), __LINE__); \
   } while (0)
-#define CK_CUBLAS(e)                                                                   \
-  do {                                                                                 \
-    const cublasStatus_t err_ = (e);                                                   \
-    if (err_ != CUBLAS_STATUS_SUCCESS) fail(#e, cublasGetStatusString(err_), __LINE__); \
-  } while (0)
 
 struct Dev {  // device bytes
   void* p = nullptr;
@@ -62,13 +77,6 @@ struct Dev {  // device bytes
   int32_t* i() const { return static_cast<int32_t*>(p); }
 };
 
-void fill_uniform(const Dev& d, size_t n, float scale, std::mt19937& rng) {
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> h(n);
-  for (float& v : h) v = u(rng);
-  CK_CUDA(cudaMemcpy(d.p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-}
-
 struct Result {
   double median, lo, hi;  // words per second
 };
@@ -79,24 +87,14 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
   std::mt19937 rng(42);
   cudnnHandle_t cudnn = nullptr;
   CK_CUDNN(cudnnCreate(&cudnn));
-  cublasHandle_t cublas = nullptr;
-  CK_CUBLAS(cublasCreate(&cublas));
-  // cuDNN, cuBLAS and the backend's kernels all on the backend's stream, in order.
+  // cuDNN and the backend's kernels on the backend's stream, in order.
   const auto stream = static_cast<cudaStream_t>(gpu.native_stream());
   CK_CUDNN(cudnnSetStream(cudnn, stream));
-  CK_CUBLAS(cublasSetStream(cublas, stream));
-  // Parameters and their gradients.
-  Dev emb(static_cast<size_t>(V * D) * 4), demb(static_cast<size_t>(V * D) * 4), proj(static_cast<size_t>(H * V) * 4),
-      dproj(static_cast<size_t>(H * V) * 4);
-  fill_uniform(emb, static_cast<size_t>(V * D), 0.1f, rng);
-  fill_uniform(proj, static_cast<size_t>(H * V), 0.1f, rng);
   // Token ids and targets, time-major (row t * B + b).
   std::vector<int32_t> ids(static_cast<size_t>(N)), targets(static_cast<size_t>(N));
   std::uniform_int_distribution<int32_t> word(0, static_cast<int32_t>(V - 1));
   for (int64_t k = 0; k < N; ++k) ids[static_cast<size_t>(k)] = word(rng), targets[static_cast<size_t>(k)] = word(rng);
   Dev d_ids(ids.size() * 4), d_targets(targets.size() * 4);
-  CK_CUDA(cudaMemcpy(d_ids.p, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
-  CK_CUDA(cudaMemcpy(d_targets.p, targets.data(), targets.size() * 4, cudaMemcpyHostToDevice));
   // The LSTM.
   cudnnDropoutDescriptor_t drop = nullptr;
   CK_CUDNN(cudnnCreateDropoutDescriptor(&drop));
@@ -130,53 +128,88 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
   size_t weight_bytes = 0, work_bytes = 0, reserve_bytes = 0;
   CK_CUDNN(cudnnGetRNNWeightSpaceSize(cudnn, rnn, &weight_bytes));
   CK_CUDNN(cudnnGetRNNTempSpaceSizes(cudnn, rnn, CUDNN_FWD_MODE_TRAINING, x_desc, &work_bytes, &reserve_bytes));
-  Dev weights(weight_bytes), dweights(weight_bytes), work(work_bytes), reserve(reserve_bytes);
-  fill_uniform(weights, weight_bytes / 4, 0.1f, rng);
+  Dev work(work_bytes), reserve(reserve_bytes);
+  // The parameters, Sylva's way: a ParameterSet kept on the device by a
+  // resident ParamStore (cuDNN's weights as one flat parameter).
+  ParameterSet ps(DType::f32, 42);
+  ps.add("E", {V, D}, Init::uniform(-0.1, 0.1));
+  ps.add("lstm", {static_cast<int64_t>(weight_bytes / 4)}, Init::uniform(-0.1, 0.1));
+  ps.add("Ws", {H, V}, Init::uniform(-0.1, 0.1));
+  ps.add("bs", {V}, Init::zeros());
+  ParamStore store(ps, gpu);
+  store.set_resident(true);
+  store.upload_values();
+  Sgd sgd({.lr = 0.1});
+  Buffer sums(gpu.memory());
+  sums.reserve(ps.all().size() * sizeof(double));
+  std::vector<double> host_sums(ps.all().size());
+  const MatView E = store.value("E"), dE = store.grad("E"), W = store.value("lstm"), dW = store.grad("lstm"),
+                Ws = store.value("Ws"), dWs = store.grad("Ws"), bs = store.value("bs"), dbs = store.grad("bs");
   // Activations (no initial state: hx = cx = 0, as chains carry none).
   Dev x(static_cast<size_t>(N * D) * 4), dx(static_cast<size_t>(N * D) * 4), y(static_cast<size_t>(N * H) * 4),
-      dy(static_cast<size_t>(N * H) * 4), logits(static_cast<size_t>(N * V) * 4),
-      dlogits(static_cast<size_t>(N * V) * 4), loss(4), seed(4);
+      dy(static_cast<size_t>(N * H) * 4), proj(static_cast<size_t>(N * V) * 4), logits(static_cast<size_t>(N * V) * 4),
+      dlogits(static_cast<size_t>(N * V) * 4), loss(4), seed(4), dbias(static_cast<size_t>(V) * 4);
   const float one = 1.0f;
   CK_CUDA(cudaMemcpy(seed.p, &one, 4, cudaMemcpyHostToDevice));
+  CK_CUDA(cudaDeviceSynchronize());  // the set-up's copies ran on the default stream
   const auto view = [](const Dev& d, int64_t r, int64_t c, DType t = DType::f32) { return MatView{d.p, r, c, t}; };
   ExecContext ctx;
   ctx.training = true;
   const auto op = [&](OpKind k, std::vector<MatView> in, MatView out, bool ta = false, bool tb = false,
-                      ir::Reduction red = ir::Reduction::sum) {
+                      bool accumulate = false) {
     ir::Node n;
     n.op = k;
     n.attrs.trans_a = ta;
     n.attrs.trans_b = tb;
-    n.attrs.reduction = red;
-    gpu.run({n, in, out, ctx});
+    gpu.run({n, in, out, ctx, accumulate});
   };
-  const float lr = -0.1f;
+  RowSparsity touched;  // the embedding rows the last backward touched
+  bool first = true;
   const auto step = [&] {
-    op(OpKind::Lookup, {view(emb, V, D), view(d_ids, N, 1, DType::i32)}, view(x, N, D));
+    for (size_t k = 0; k < ids.size(); ++k)
+      if (ids[k] < 0 || ids[k] >= V || targets[k] < 0 || targets[k] >= V) {
+        std::fprintf(stderr, "bench_cudnn_lstm: token %zu out of range\n", k);
+        std::exit(1);
+      }
+    gpu.upload(d_ids.p, ids.data(), ids.size() * 4);
+    gpu.upload(d_targets.p, targets.data(), targets.size() * 4);
+    store.zero_grads(first ? RowSparsity{} : touched);
+    first = false;
+    const MatView iv = view(d_ids, N, 1, DType::i32), tv = view(d_targets, N, 1, DType::i32);
+    op(OpKind::Lookup, {E, iv}, view(x, N, D));
     CK_CUDNN(cudnnRNNForward(cudnn, rnn, CUDNN_FWD_MODE_TRAINING, d_lengths.i(), x_desc, x.p, y_desc, y.p, h_desc,
-                             nullptr, nullptr, h_desc, nullptr, nullptr, weight_bytes, weights.p, work_bytes, work.p,
+                             nullptr, nullptr, h_desc, nullptr, nullptr, weight_bytes, W.data, work_bytes, work.p,
                              reserve_bytes, reserve.p));
-    op(OpKind::MatMul, {view(y, N, H), view(proj, H, V)}, view(logits, N, V));
-    const MatView tv = view(d_targets, N, 1, DType::i32);
-    op(OpKind::SoftmaxCrossEntropy, {view(logits, N, V), tv}, view(loss, 1, 1), false, false, ir::Reduction::mean);
-    op(OpKind::SoftmaxCrossEntropyGrad, {view(logits, N, V), tv, view(seed, 1, 1)}, view(dlogits, N, V), false, false,
-       ir::Reduction::mean);
-    op(OpKind::MatMul, {view(y, N, H), view(dlogits, N, V)}, view(dproj, H, V), true, false);
-    op(OpKind::MatMul, {view(dlogits, N, V), view(proj, H, V)}, view(dy, N, H), false, true);
+    op(OpKind::MatMul, {view(y, N, H), Ws}, view(proj, N, V));
+    op(OpKind::Add, {view(proj, N, V), {bs.data, 1, V, DType::f32}}, view(logits, N, V));
+    op(OpKind::SoftmaxCrossEntropy, {view(logits, N, V), tv}, view(loss, 1, 1));
+    float loss_value = 0.0f;
+    gpu.download(&loss_value, loss.p, sizeof loss_value);  // the loss read after forward
+    op(OpKind::SoftmaxCrossEntropyGrad, {view(logits, N, V), tv, view(seed, 1, 1)}, view(dlogits, N, V));
+    op(OpKind::MatMul, {view(y, N, H), view(dlogits, N, V)}, dWs, true, false, /*accumulate=*/true);
+    op(OpKind::SumRows, {view(dlogits, N, V)}, view(dbias, 1, V));
+    gpu.accumulate(view(dbias, 1, V), dbs);
+    op(OpKind::MatMul, {view(dlogits, N, V), Ws}, view(dy, N, H), false, true);
     CK_CUDNN(cudnnRNNBackwardData_v8(cudnn, rnn, d_lengths.i(), y_desc, y.p, dy.p, x_desc, dx.p, h_desc, nullptr,
-                                     nullptr, nullptr, h_desc, nullptr, nullptr, nullptr, weight_bytes, weights.p,
+                                     nullptr, nullptr, h_desc, nullptr, nullptr, nullptr, weight_bytes, W.data,
                                      work_bytes, work.p, reserve_bytes, reserve.p));
-    CK_CUDA(cudaMemsetAsync(dweights.p, 0, weight_bytes, stream));
     CK_CUDNN(cudnnRNNBackwardWeights_v8(cudnn, rnn, CUDNN_WGRAD_MODE_ADD, d_lengths.i(), x_desc, x.p, h_desc, nullptr,
-                                        y_desc, y.p, weight_bytes, dweights.p, work_bytes, work.p, reserve_bytes,
+                                        y_desc, y.p, weight_bytes, dW.data, work_bytes, work.p, reserve_bytes,
                                         reserve.p));
-    op(OpKind::LookupGrad, {view(dx, N, D), view(d_ids, N, 1, DType::i32)}, view(demb, V, D));
-    CK_CUBLAS(cublasSaxpy(cublas, static_cast<int>(weight_bytes / 4), &lr, dweights.f(), 1, weights.f(), 1));
-    CK_CUBLAS(cublasSaxpy(cublas, static_cast<int>(H * V), &lr, dproj.f(), 1, proj.f(), 1));
-    CK_CUBLAS(cublasSaxpy(cublas, static_cast<int>(V * D), &lr, demb.f(), 1, emb.f(), 1));
-    CK_CUDA(cudaDeviceSynchronize());
+    gpu.add_rows(view(dx, N, D), {}, dE, ids);
+    std::vector<int32_t>& rows = touched["E"];
+    rows.assign(ids.begin(), ids.end());
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    queue_gradient_sums(store, touched, 0.0, static_cast<double*>(sums.data()));
+    gpu.download(host_sums.data(), sums.data(), host_sums.size() * sizeof(double));
+    sgd.step(store, &touched, 0.0, 1.0, host_sums);
+    gpu.synchronize();
+    if (!std::isfinite(loss_value)) {
+      std::fprintf(stderr, "bench_cudnn_lstm: the loss is %g\n", static_cast<double>(loss_value));
+      std::exit(1);
+    }
   };
-  CK_CUDA(cudaDeviceSynchronize());  // the set-up's copies ran on the default stream
   step();  // warm-up
   std::vector<double> wps;
   for (int r = 0; r < repeats; ++r) {
@@ -191,7 +224,6 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
   cudnnDestroyRNNDataDescriptor(y_desc);
   cudnnDestroyRNNDescriptor(rnn);
   cudnnDestroyDropoutDescriptor(drop);
-  cublasDestroy(cublas);
   cudnnDestroy(cudnn);
   return {wps[wps.size() / 2], wps.front(), wps.back()};
 }

@@ -7,7 +7,10 @@
 //
 // Throughput is timed by a wall clock around each whole training step:
 // forward, backward and, with --optimizer, the update (each system's own
-// optimiser). Strategies are interleaved: every strategy is made once per
+// optimiser). On a device (--device cuda) the clock stops after a device
+// synchronisation (Strategy::synchronize), so queued kernels are counted,
+// and the update runs in the device's optimiser kernels (parameters stay
+// there). Strategies are interleaved: every strategy is made once per
 // hidden size with its own copy of the initial parameters, and the repeats
 // of a configuration go round the strategies (s1, s2, …, s1, s2, …), each
 // running the same minibatches in the same order, so slow drifts of a
@@ -258,6 +261,7 @@ void run_repeat(Contender& c, const std::vector<InputGraph>& samples, int64_t ba
     StepStats st = c.s->step(b, train);
     const auto t1 = std::chrono::steady_clock::now();
     if (update) c.s->update();
+    c.s->synchronize();  // on a device: the clock stops when the step's kernels have run
     const auto t2 = std::chrono::steady_clock::now();
     const double step_s = std::chrono::duration<double>(t2 - t0).count();
     spent += step_s;
@@ -286,6 +290,7 @@ std::vector<Row> measure(std::vector<Contender>& cs, const std::vector<InputGrap
     for (int i = 0; i < o.warmup; ++i) {
       c.s->step(next_batch(samples, batch, c.cursor), train);
       if (update) c.s->update();
+      c.s->synchronize();
     }
   }
   for (int rep = 0; rep < o.repeats; ++rep)

@@ -356,4 +356,19 @@ void add_weight_decay(ParameterSet& params, double l2) {
   }
 }
 
+void queue_gradient_sums(ParamStore& store, const RowSparsity& sparse, double l2, double* device_sums) {
+  Backend& device = store.backend();
+  const std::vector<Parameter*> all = store.parameters().all();
+  for (size_t k = 0; k < all.size(); ++k) {
+    const Parameter& p = *all[k];
+    auto it = sparse.find(p.name);
+    const std::span<const int32_t> rows = it == sparse.end() ? std::span<const int32_t>() : it->second;
+    if (it != sparse.end() && rows.empty()) {
+      device.fill_zero({device_sums + k, 1, 1, DType::f64});  // no row touched: nothing to add
+      continue;
+    }
+    device.sum_squares(store.grad(p.name), store.value(p.name), p.decay ? l2 : 0.0, rows, device_sums + k);
+  }
+}
+
 }  // namespace sylva

@@ -101,21 +101,10 @@ void Trainer::device_update(StepResult& r) {
   ParamStore& store = executor_.param_store();
   Backend& device = executor_.backend();
   const double l2 = options_.weight_decay;
-  const std::vector<Parameter*> all = params_.all();
   auto* sums = static_cast<double*>(sums_.data());
   const DType loss_dtype = executor_.device_value(loss_).dtype;
-  for (size_t k = 0; k < all.size(); ++k) {
-    const Parameter& p = *all[k];
-    auto it = sparse_.find(p.name);
-    const std::span<const int32_t> rows = it == sparse_.end() ? std::span<const int32_t>() : it->second;
-    const MatView g = store.grad(p.name);
-    if (it != sparse_.end() && rows.empty()) {
-      device.fill_zero({sums + k, 1, 1, DType::f64});  // no row touched: nothing to add
-      continue;
-    }
-    device.sum_squares(g, store.value(p.name), p.decay ? l2 : 0.0, rows, sums + k);
-  }
-  host_sums_.resize(all.size() + 1);
+  queue_gradient_sums(store, sparse_, l2, sums);
+  host_sums_.resize(params_.all().size() + 1);
   device.download(host_sums_.data(), sums, host_sums_.size() * sizeof(double));
   dispatch_floating(loss_dtype, [&](auto tag) {
     decltype(tag) loss;

@@ -81,10 +81,12 @@ class SimBackend final : public Backend {
     });
   }
   void copy_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
+    count_move(dst);
     submit([this, src = host_view(src), dst = host_view(dst), si = std::vector<int32_t>(si.begin(), si.end()),
             di = std::vector<int32_t>(di.begin(), di.end())] { cpu_.copy_rows(src, si, dst, di); });
   }
   void add_rows(MatView src, std::span<const int32_t> si, MatView dst, std::span<const int32_t> di) override {
+    count_move(dst);
     submit([this, src = host_view(src), dst = host_view(dst), si = std::vector<int32_t>(si.begin(), si.end()),
             di = std::vector<int32_t>(di.begin(), di.end())] { cpu_.add_rows(src, si, dst, di); });
   }
@@ -139,6 +141,7 @@ class SimBackend final : public Backend {
   bool concurrent_calls() const override { return false; }
   uint64_t uploaded() const { return uploaded_; }
   uint64_t host_waits() const { return host_waits_; }
+  SimRowMoves row_moves() const { return moves_; }
   // download() comes here too: each is one wait of the host for the device.
   void synchronize() override {
     ++host_waits_;
@@ -156,6 +159,10 @@ class SimBackend final : public Backend {
   }
 
  private:
+  void count_move(MatView dst) {
+    ++moves_.calls;
+    if (dst.cols == 1) ++moves_.one_column_calls;
+  }
   void submit(std::function<void()> fn) {
     const uint64_t seq = ++submitted_[lane_];
     if (lane_ == deferred_) queue_.emplace_back(seq, std::move(fn));
@@ -177,6 +184,7 @@ class SimBackend final : public Backend {
   int lane_ = 0;
   uint64_t uploaded_ = 0;
   uint64_t host_waits_ = 0;
+  SimRowMoves moves_;
   uint64_t submitted_[2] = {0, 0};
   std::deque<std::pair<uint64_t, std::function<void()>>> queue_;
   TaggedMemory memory_{[this] { flush_all(); }};  // a release waits on a GPU's events, not the host
@@ -199,6 +207,7 @@ Backend& sim_device_without_fused_kernels() {
 }
 uint64_t sim_uploaded_bytes(int deferred_lane) { return sim(deferred_lane).uploaded(); }
 uint64_t sim_host_waits(int deferred_lane) { return sim(deferred_lane).host_waits(); }
+SimRowMoves sim_row_moves(int deferred_lane) { return sim(deferred_lane).row_moves(); }
 
 bool is_sim_pointer(const void* p) { return (reinterpret_cast<uintptr_t>(p) & kTag) != 0; }
 

@@ -28,6 +28,12 @@ uint64_t sim_uploaded_bytes(int deferred_lane = 1);
 /// How often the host has waited for sim_device(deferred_lane) so far:
 /// synchronize() and download() calls (a download waits for the device).
 uint64_t sim_host_waits(int deferred_lane = 1);
+/// copy_rows() and add_rows() calls sim_device(deferred_lane) has had so
+/// far, and how many of them moved rows of one column.
+struct SimRowMoves {
+  uint64_t calls = 0, one_column_calls = 0;
+};
+SimRowMoves sim_row_moves(int deferred_lane = 1);
 /// Whether p is a sim_device() pointer (tag set).
 bool is_sim_pointer(const void* p);
 

@@ -205,4 +205,12 @@ double clip_grad_norm(ParameterSet& params, double max_norm, const RowSparsity* 
 /// the gradient of (l2 / 2)·‖w‖². Call after backward, before clipping.
 void add_weight_decay(ParameterSet& params, double l2);
 
+/// On a device (`store` resident): queues, per parameter k of
+/// store.parameters().all(), the sum of squares of its gradient taken as
+/// g + l2 · w (l2 only where `decay` is set) into device_sums[k], a float64
+/// array in the backend's memory, without waiting (Backend::sum_squares;
+/// rows only for parameters `sparse` names, 0 where it lists none).
+/// Downloaded, these are the `sums` Optimizer::step(ParamStore&, ...) takes.
+void queue_gradient_sums(ParamStore& store, const RowSparsity& sparse, double l2, double* device_sums);
+
 }  // namespace sylva

@@ -1,7 +1,8 @@
 # ctest driver for bench_cosa_kernels on a tiny fixture written here:
 #   cmake -DBENCH=<path to bench_cosa_kernels> -DWORK_DIR=<scratch dir> -P test_bench_cosa_kernels.cmake
 # Two small layers (one strided): every method's kernel is checked against
-# the reference inside the driver (a wrong kernel exits non-zero), the
+# the reference inside the driver (a wrong kernel exits non-zero; CoSA's
+# also on channels-last data), the
 # correlation runs on one layer, the CSV has a row per layer; then two
 # small GEMMs (--gemm) against oneDNN's sgemm.
 include(${CMAKE_CURRENT_LIST_DIR}/cosa_bench_fixture.cmake)
@@ -11,7 +12,8 @@ execute_process(COMMAND "${BENCH}" --layers "${WORK_DIR}/net/layers.yaml" --reps
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "bench_cosa_kernels: exit ${rc}\n${out}\n${err}")
 endif()
-foreach(want "2 layers; geomean of search time / CoSA time" "CoSA time / oneDNN time" "CoSA solve time per layer")
+foreach(want "2 layers; geomean of search time / CoSA time" "CoSA time / oneDNN time"
+             "CoSA on channels-last data / oneDNN (no copies in either)" "CoSA solve time per layer")
   string(FIND "${out}" "${want}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "bench_cosa_kernels: no '${want}' in\n${out}")

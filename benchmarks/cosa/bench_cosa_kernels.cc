@@ -2,8 +2,10 @@
 // this CPU"). Per layer, on cpu_arch(this machine) with cpu_mapspace:
 // CoSA's mapping, random-5, random search and the hybrid mapper at time
 // budgets of CoSA's solve time, every mapping realised by the same
-// generator (cosa::run_conv) and timed; the same layer through oneDNN
-// (its own blocked layouts, and the plain layouts run_conv uses); and for
+// generator (cosa::run_conv) and timed; CoSA's mapping also on
+// channels-last data (cosa::run_conv_channels_last: no copies); the same
+// layer through oneDNN (its own blocked layouts, nhwc, and the plain
+// layouts run_conv uses; reorders outside the timing); and for
 // the first --correlate layers, the Spearman rank correlation between the
 // model's predicted cycles and the measured time of random valid mappings.
 // The searches rank mappings on the analytical model, as CoSA's paper ran
@@ -91,9 +93,27 @@ Timing time_mapping(const Problem& p, const Mapping& m, const Arch& a, LayerData
   return t;
 }
 
-// The layer through oneDNN's direct convolution: `blocked` lets it pick its
-// layouts (reorders outside the timing), else the plain layouts of run_conv.
-Timing time_onednn(const Problem& p, LayerData& d, int reps, bool blocked) {
+// CoSA's kernel on channels-last data: the inputs converted once, outside
+// the timing (as oneDNN's are for its blocked and nhwc runs), the outputs
+// converted back after it and checked.
+Timing time_channels_last(const Problem& p, const Mapping& m, const Arch& a, LayerData& d, int reps, int threads) {
+  std::vector<float> in(d.in.size()), out(d.out.size());
+  inputs_to_channels_last(p, d.in.data(), in.data(), threads);
+  const Timing t =
+      time_it([&] { run_conv_channels_last(p, m, a, d.packed, in.data(), out.data(), threads); }, reps);
+  outputs_from_channels_last(p, out.data(), d.out.data(), threads);
+  const double err = max_rel_error(d.out, d.ref);
+  SYLVA_CHECK(err < 1e-4, "[bench_cosa_kernels] ", p.name, ": run_conv_channels_last is off the reference by ", err);
+  return t;
+}
+
+// The activations' layout oneDNN's convolution runs on: its own choice
+// (blocked), nhwc, or run_conv's plain nchw. The weights are its choice
+// (reordered once) except for nchw, which reads run_conv's plain ones.
+enum class DnnlLayout { blocked, nhwc, nchw };
+
+// The layer through oneDNN's direct convolution in `layout` (reorders outside the timing).
+Timing time_onednn(const Problem& p, LayerData& d, int reps, DnnlLayout layout) {
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   const auto& B = p.bounds;
@@ -103,12 +123,13 @@ Timing time_onednn(const Problem& p, LayerData& d, int reps, bool blocked) {
   const dnnl::memory::dims src_d{B[N], B[C], wi, hi}, wei_d{B[K], B[C], B[R], B[S]}, dst_d{B[N], B[K], B[P], B[Q]};
   const dnnl::memory::desc src_u(src_d, dt::f32, tag::nchw), wei_u(wei_d, dt::f32, tag::oihw),
       dst_u(dst_d, dt::f32, tag::nchw);
-  const auto pick = [&](const dnnl::memory::dims& dims, const dnnl::memory::desc& plain) {
-    return blocked ? dnnl::memory::desc(dims, dt::f32, tag::any) : plain;
+  const auto pick = [&](const dnnl::memory::dims& dims, const dnnl::memory::desc& plain, bool activation) {
+    if (layout == DnnlLayout::nchw) return plain;
+    return dnnl::memory::desc(dims, dt::f32, layout == DnnlLayout::nhwc && activation ? tag::nhwc : tag::any);
   };
   const dnnl::convolution_forward::desc cd(
-      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, pick(src_d, src_u),
-      pick(wei_d, wei_u), pick(dst_d, dst_u), {p.w_stride, p.h_stride}, {p.w_dilation - 1, p.h_dilation - 1}, {0, 0},
+      dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, pick(src_d, src_u, true),
+      pick(wei_d, wei_u, false), pick(dst_d, dst_u, true), {p.w_stride, p.h_stride}, {p.w_dilation - 1, p.h_dilation - 1}, {0, 0},
       {0, 0});
   const dnnl::convolution_forward::primitive_desc pd(cd, eng);
   dnnl::memory src_user(src_u, eng, d.in.data()), wei_user(wei_u, eng, d.w.data()), dst_user(dst_u, eng, d.out.data());
@@ -229,15 +250,15 @@ int main(int argc, char** argv) {
                 reps);
     std::printf("%-20s %9s %8s %9s %7s %9s", "layer", "MMACs", "solve_s", "CoSA_ms", "GFLOP/s", "random5");
     for (double b : budgets) std::printf(" %9s", ("rand" + detail::concat(b) + "x").c_str());
-    std::printf(" %9s %9s %9s %9s %9s %8s %7s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(), "oneDNN",
-                "dnnl_nchw", "model_ms", "kernel_ms", "pack_ms", "rho", "rho_est");
+    std::printf(" %9s %9s %9s %9s %9s %9s %9s %8s %7s %7s\n", ("hyb" + detail::concat(budgets.back()) + "x").c_str(),
+                "oneDNN", "dnnl_nchw", "CoSA_cl", "dnnl_nhwc", "model_ms", "kernel_ms", "pack_ms", "rho", "rho_est");
     std::string out_csv = "layer,macs,cosa_solve_s,cosa_ms,random5_ms";
     for (double b : budgets) out_csv += detail::concat(",random_", b, "x_ms");
     out_csv += detail::concat(",hybrid_", budgets.back(),
-                              "x_ms,onednn_ms,onednn_nchw_ms,model_ms,kernel_estimate_ms,pack_ms,spearman,"
-                              "spearman_kernel_estimate\n");
+                              "x_ms,onednn_ms,onednn_nchw_ms,cosa_channels_last_ms,onednn_nhwc_ms,model_ms,"
+                              "kernel_estimate_ms,pack_ms,spearman,spearman_kernel_estimate\n");
     std::vector<Geomean> vs_search(budgets.size() + 2);  // random-5, random at each budget, hybrid: search / CoSA
-    Geomean vs_dnnl, vs_dnnl_nchw;
+    Geomean vs_dnnl, vs_dnnl_nchw, cl_vs_dnnl, cl_vs_dnnl_nhwc;
     double solve_max = 0, solve_sum = 0;
     std::vector<Rho> rhos;
     std::vector<Problem> problems;
@@ -273,8 +294,12 @@ int main(int argc, char** argv) {
       run_search(random_search(p, a, ms, {.valid = 5, .seed = 1}));
       for (double b : budgets) run_search(random_search(p, a, ms, {.seconds = b * r.solve_seconds, .seed = 2}));
       run_search(hybrid_search(p, a, ms, {.threads = t, .seconds = budgets.back() * r.solve_seconds, .seed = 3}));
-      const double dnnl_ms = (gemm ? time_sgemm(p, d, reps) : time_onednn(p, d, reps, true)).median * 1e3;
-      const double nchw_ms = gemm ? NAN : time_onednn(p, d, reps, false).median * 1e3;
+      const double dnnl_ms =
+          (gemm ? time_sgemm(p, d, reps) : time_onednn(p, d, reps, DnnlLayout::blocked)).median * 1e3;
+      const double nchw_ms = gemm ? NAN : time_onednn(p, d, reps, DnnlLayout::nchw).median * 1e3;
+      const bool cl = !gemm && !d.packed.packed.empty();  // channels-last runs take packed weights
+      const double cl_ms = cl ? time_channels_last(p, r.mapping, a, d, reps, t).median * 1e3 : NAN;
+      const double nhwc_ms = cl ? time_onednn(p, d, reps, DnnlLayout::nhwc).median * 1e3 : NAN;
       const bool correlate_this = std::find(correlated.begin(), correlated.end(), p.name) != correlated.end();
       const Rho rho = correlate_this ? correlate(p, a, ms, d, correlate_count, t) : Rho{};
       if (correlate_this) rhos.push_back(rho);
@@ -283,18 +308,22 @@ int main(int argc, char** argv) {
       std::printf("%-20s %9.1f %8.3f %9.3f %7.1f", p.name.c_str(), static_cast<double>(p.macs()) * 1e-6,
                   r.solve_seconds, cosa_ms, 2.0 * static_cast<double>(p.macs()) / cosa_ms * 1e-6);
       for (double ms_ : search_ms) std::printf(" %9.3f", ms_);
-      std::printf(" %9.3f %9.3f %9.3f %9.3f %8.3f %7.3f %7.3f\n", dnnl_ms, nchw_ms, model_ms, kernel_ms, pack_ms,
-                  rho.model, rho.kernel);
+      std::printf(" %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8.3f %7.3f %7.3f\n", dnnl_ms, nchw_ms, cl_ms, nhwc_ms,
+                  model_ms, kernel_ms, pack_ms, rho.model, rho.kernel);
       std::fflush(stdout);
       out_csv += detail::concat(p.name, ",", p.macs(), ",", r.solve_seconds, ",", cosa_ms);
       for (size_t i = 0; i < search_ms.size(); ++i) {
         out_csv += detail::concat(",", search_ms[i]);
         vs_search[i].add(search_ms[i] / cosa_ms);
       }
-      out_csv += detail::concat(",", dnnl_ms, ",", nchw_ms, ",", model_ms, ",", kernel_ms, ",", pack_ms, ",",
-                                rho.model, ",", rho.kernel, "\n");
+      out_csv += detail::concat(",", dnnl_ms, ",", nchw_ms, ",", cl_ms, ",", nhwc_ms, ",", model_ms, ",", kernel_ms,
+                                ",", pack_ms, ",", rho.model, ",", rho.kernel, "\n");
       vs_dnnl.add(cosa_ms / dnnl_ms);
       vs_dnnl_nchw.add(cosa_ms / nchw_ms);
+      if (cl) {
+        cl_vs_dnnl.add(cl_ms / dnnl_ms);
+        cl_vs_dnnl_nhwc.add(cl_ms / nhwc_ms);
+      }
       ++done;
     }
     print_search_geomeans(done, vs_search, budgets);
@@ -303,6 +332,9 @@ int main(int argc, char** argv) {
     else
       std::printf("geomean of CoSA time / oneDNN time (> 1: oneDNN is faster): blocked layouts %.2f, plain %.2f\n",
                   vs_dnnl.value(), vs_dnnl_nchw.value());
+    if (!gemm && !pack_per_call)
+      std::printf("geomean of CoSA on channels-last data / oneDNN (no copies in either): blocked %.2f, nhwc %.2f\n",
+                  cl_vs_dnnl.value(), cl_vs_dnnl_nhwc.value());
     std::printf("CoSA solve time per layer: mean %.3f s, max %.3f s\n", solve_sum / std::max(done, 1), solve_max);
     if (!rhos.empty()) {
       std::printf("Spearman(predicted, measured) over %d random mappings on %zu layers: model", correlate_count,

@@ -403,7 +403,7 @@ Problem pad_problem(const Problem& p, int64_t limit) {
   return out;
 }
 
-SolveLimits cpu_limits() { return {0.3, 2.0}; }
+SolveLimits cpu_limits() { return {0.3, 0.9}; }
 
 Result schedule(const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w,
                 const SolveLimits& limits) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -67,8 +68,17 @@ Nest nest_of(const Mapping& m) {
 // check says fits L1, and the micro-kernel orders the points inside it
 // (each group of accumulators over the tile's whole reduction) instead of
 // storing and reloading its accumulators at every step of L1's loops.
+//
+// Reduction loops (R, S, C) directly above that tile, with no output loop
+// between, are folded in too: they only walk the same outputs through
+// further reduction chunks, each of which would reload and store the
+// block's accumulators; inside the block the micro-kernel carries them
+// in registers over the whole run, streaming the longer operand runs from
+// the cache level the mapping put them in. The tiling above is kept.
 Nest fold_l1(Nest n) {
   n.inner_begin = n.l1_begin;
+  while (n.inner_begin > 0 && !output_dim(n.loops[n.inner_begin - 1].dim) && !n.loops[n.inner_begin - 1].parallel)
+    --n.inner_begin;
   n.tile = tile_of(n);
   return n;
 }
@@ -117,7 +127,8 @@ struct FastConv {
   const float* in = nullptr;  // along K: the packed copies below
   const float* w = nullptr;
   float* out = nullptr;
-  std::vector<float> packed_w, packed_in, staged_out;
+  std::vector<float> packed_w;
+  std::unique_ptr<float[]> packed_in, staged_out;  // left uninitialised: written whole before they are read
   std::vector<int64_t> vrel, ov, srel, os;  // vector and scalar items, relative to the block's origin
   std::vector<int> lanes;
   std::vector<detail::RedOffset> outer;  // the block's (R, S) points; C runs inside with the steps below
@@ -132,7 +143,7 @@ struct FastConv {
   int64_t wi = 0, hi = 0;
 
   void tile(const std::array<int64_t, kDims>& b, const std::array<int64_t, kDims>& /*e*/) const;
-  void call(const float* vbase, const float* sbase, float* o) const;
+  void call(const float* vbase, const float* sbase, float* o, bool fresh) const;
 };
 
 // Whether the micro-kernel can take the blocks of `nest`, and along which dimension.
@@ -153,13 +164,29 @@ void add_vector_items(FastConv& f, int64_t extent, int64_t v_off, int64_t o_off,
   }
 }
 
+// dst[b][c][r] = src[b][r][c] for `batches` matrices of rows x cols, in
+// square tiles small enough for L1 (a plain loop over a large matrix
+// strides through memory on one side and misses on every element), the
+// tiles shared out over the threads.
+void transpose(const float* src, float* dst, int64_t batches, int64_t rows, int64_t cols, int threads) {
+  constexpr int64_t kTile = 32;
+  const int64_t rt = (rows + kTile - 1) / kTile, ct = (cols + kTile - 1) / kTile;
+#pragma omp parallel for collapse(3) num_threads(threads) if (threads > 1 && batches * rows * cols > 16384)
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < rt; ++i)
+      for (int64_t j = 0; j < ct; ++j) {
+        const float* s = src + b * rows * cols;
+        float* d = dst + b * rows * cols;
+        const int64_t r1 = std::min(rows, (i + 1) * kTile), c1 = std::min(cols, (j + 1) * kTile);
+        for (int64_t c = j * kTile; c < c1; ++c)
+          for (int64_t r = i * kTile; r < r1; ++r) d[c * rows + r] = s[r * cols + c];
+      }
+}
+
 // Weights [K][C][R][S] as [C][R][S][K] into `out`.
 void pack_weights_into(const Problem& p, const float* w, float* out, int threads) {
   const auto& B = p.bounds;
-  const int64_t crs = B[C] * B[R] * B[S];
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int64_t i = 0; i < crs; ++i)  // contiguous writes; the strided reads share cache lines across i
-    for (int64_t k = 0; k < B[K]; ++k) out[i * B[K] + k] = w[k * crs + i];
+  transpose(w, out, 1, B[K], B[C] * B[R] * B[S], threads);
 }
 
 // Packs weights [C][R][S][K] (unless `packed_w` holds them already) and
@@ -173,21 +200,17 @@ void pack_channels_last(FastConv& f, const Problem& p, const float* w, const flo
     pack_weights_into(p, w, f.packed_w.data(), threads);
     packed_w = f.packed_w.data();
   }
-  f.packed_in.resize(static_cast<size_t>(input_size(p)));
-  float* packed_in = f.packed_in.data();
-#pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
-  for (int64_t n = 0; n < B[N]; ++n)
-    for (int64_t i = 0; i < wh; ++i)
-      for (int64_t c = 0; c < B[C]; ++c) packed_in[(n * wh + i) * B[C] + c] = in[(n * B[C] + c) * wh + i];
-  f.staged_out.assign(static_cast<size_t>(output_size(p)), 0.0f);
+  f.packed_in = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(input_size(p)));
+  transpose(in, f.packed_in.get(), B[N], B[C], wh, threads);
+  f.staged_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(output_size(p)));
   f.w = packed_w;
-  f.in = f.packed_in.data();
-  f.out = f.staged_out.data();
+  f.in = f.packed_in.get();
+  f.out = f.staged_out.get();
 }
 
 // `channels_last`: w, in and out are already [C][R][S][K], [N][W][H][C]
-// and [N][P][Q][K] (out zeroed) -- a GEMM's B, A and C -- and are used in
-// place. `packed_w`: the weights as [C][R][S][K] already (pack_weights).
+// and [N][P][Q][K] -- a GEMM's B, A and C -- and are used in place. The
+// outputs need not be zeroed: each block's first visit writes them. `packed_w`: the weights as [C][R][S][K] already (pack_weights).
 FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float* w, const float* in, float* out,
                    int64_t wi, int64_t hi, int threads, bool channels_last = false, const float* packed_w = nullptr) {
   const auto& B = p.bounds;
@@ -238,33 +261,32 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
 }
 
 // Outputs [N][P][Q][K] back to [N][K][P][Q].
-void unstage(const Problem& p, const std::vector<float>& staged, float* out, int threads) {
+void unstage(const Problem& p, const float* staged, float* out, int threads) {
   const auto& B = p.bounds;
-  const int64_t pq = B[P] * B[Q];
-  const float* st = staged.data();
-#pragma omp parallel for collapse(2) num_threads(threads) if (threads > 1)
-  for (int64_t n = 0; n < B[N]; ++n)
-    for (int64_t k = 0; k < B[K]; ++k)
-      for (int64_t i = 0; i < pq; ++i) out[(n * B[K] + k) * pq + i] = st[(n * pq + i) * B[K] + k];
+  transpose(staged, out, B[N], B[P] * B[Q], B[K], threads);
 }
 
 void FastConv::tile(const std::array<int64_t, kDims>& b, const std::array<int64_t, kDims>& /*e*/) const {
   const auto& B = p->bounds;
   const int64_t x0 = b[P] * p->w_stride + b[R] * p->w_dilation, y0 = b[Q] * p->h_stride + b[S] * p->h_dilation;
+  // The reduction's loops run inside the output's, in odometer order, so
+  // an output tile's first visit is the one at reduction origin 0.
+  const bool fresh = b[C] == 0 && b[R] == 0 && b[S] == 0;
   if (along_k) {
     const int64_t in_origin = ((b[N] * wi + x0) * hi + y0) * B[C] + b[C];
     const int64_t w_origin = ((b[C] * B[R] + b[R]) * B[S] + b[S]) * B[K] + b[K];
-    call(w + w_origin, in + in_origin, out + ((b[N] * B[P] + b[P]) * B[Q] + b[Q]) * B[K] + b[K]);
+    call(w + w_origin, in + in_origin, out + ((b[N] * B[P] + b[P]) * B[Q] + b[Q]) * B[K] + b[K], fresh);
   } else {
     const int64_t in_origin = ((b[N] * B[C] + b[C]) * wi + x0) * hi + y0;
     const int64_t w_origin = ((b[K] * B[C] + b[C]) * B[R] + b[R]) * B[S] + b[S];
-    call(in + in_origin, w + w_origin, out + ((b[N] * B[K] + b[K]) * B[P] + b[P]) * B[Q] + b[Q]);
+    call(in + in_origin, w + w_origin, out + ((b[N] * B[K] + b[K]) * B[P] + b[P]) * B[Q] + b[Q], fresh);
   }
 }
 
 // The block as the planned micro-kernel calls.
-void FastConv::call(const float* vbase, const float* sbase, float* o) const {
+void FastConv::call(const float* vbase, const float* sbase, float* o, bool fresh) const {
   detail::MicroCall c;
+  c.fresh = fresh;
   c.vbase = vbase;
   c.sbase = sbase;
   c.out = o;
@@ -383,17 +405,17 @@ void run_conv_packed(const Problem& p, const Mapping& m, const Arch& a, const T*
   const Nest nest = nest_of(m);
   const auto e = input_extents(p);
   const int all = threads > 0 ? threads : usable_cpu_cores();
-  std::fill(outputs, outputs + output_size(p), T(0));
   if constexpr (std::is_same_v<T, float>) {
     const Nest folded = fold_l1(nest);
     bool along_k = false;
-    if (fast_along_k(p, m, folded, along_k)) {
+    if (fast_along_k(p, m, folded, along_k)) {  // writes every output on its first visit: no zeroing
       const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all, false, packed);
       run_tiles(f, folded, all);
-      if (along_k) unstage(p, f.staged_out, outputs, all);
+      if (along_k) unstage(p, f.staged_out.get(), outputs, all);
       return;
     }
   }
+  std::fill(outputs, outputs + output_size(p), T(0));
   run_tiles(Conv<T>{p, weights, inputs, outputs, e[0], e[1]}, nest, all);
 }
 }  // namespace
@@ -413,12 +435,45 @@ PackedWeights pack_weights(const Problem& p, const float* weights, int threads) 
   return w;
 }
 
+namespace {
+void check_packed(const Problem& p, const PackedWeights& w, const char* what) {
+  SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == weight_size(p), "[cosa] ",
+              what, ": weights packed for '", w.problem.name, "' used for '", p.name, "', whose bounds differ");
+}
+}  // namespace
+
 void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& w, const float* inputs,
               float* outputs, int threads) {
-  SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == weight_size(p),
-              "[cosa] run_conv: weights packed for '", w.problem.name, "' used for '", p.name,
-              "', whose bounds differ");
+  check_packed(p, w, "run_conv");
   run_conv_packed<float>(p, m, a, w.plain, w.packed.data(), inputs, outputs, threads);
+}
+
+void inputs_to_channels_last(const Problem& p, const float* nchw, float* nhwc, int threads) {
+  const auto e = input_extents(p);
+  transpose(nchw, nhwc, p.bounds[N], p.bounds[C], e[0] * e[1], threads > 0 ? threads : usable_cpu_cores());
+}
+
+void outputs_from_channels_last(const Problem& p, const float* npqk, float* nkpq, int threads) {
+  unstage(p, npqk, nkpq, threads > 0 ? threads : usable_cpu_cores());
+}
+
+void run_conv_channels_last(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& w,
+                            const float* inputs, float* outputs, int threads) {
+  check_packed(p, w, "run_conv_channels_last");
+  const int all = threads > 0 ? threads : usable_cpu_cores();
+  if constexpr (detail::kSimdWidth > 0) {
+    check_mapping(m, p, a);
+    const Nest folded = fold_l1(nest_of(m));
+    const auto e = input_extents(p);
+    run_tiles(fast_conv(p, folded, /*along_k=*/true, w.packed.data(), inputs, outputs, e[0], e[1], all, true), folded,
+              all);
+  } else {
+    std::vector<float> in(static_cast<size_t>(input_size(p))), out(static_cast<size_t>(output_size(p)));
+    const auto e = input_extents(p);
+    transpose(inputs, in.data(), p.bounds[N], e[0] * e[1], p.bounds[C], all);  // [N][WH][C] -> [N][C][WH]
+    run_conv(p, m, a, w, in.data(), out.data(), all);
+    transpose(out.data(), outputs, p.bounds[N], p.bounds[K], p.bounds[P] * p.bounds[Q], all);
+  }
 }
 
 Problem gemm_problem(int64_t m, int64_t n, int64_t k, const std::string& name) {
@@ -457,7 +512,6 @@ void run_gemm(const Problem& p, const Mapping& m, const Arch& a, const T* lhs, c
     bool along_k = false;
     if (fast_along_k(p, m, folded, along_k) && along_k) {  // Q = 1: along K whenever the fast path runs
       const int all = threads > 0 ? threads : usable_cpu_cores();
-      std::fill(out, out + b[N] * b[K], 0.0f);
       run_tiles(fast_conv(p, folded, true, rhs, lhs, out, 1, 1, all, true), folded, all);
       return;
     }

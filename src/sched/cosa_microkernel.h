@@ -32,6 +32,7 @@ struct Simd {
     return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                               _mm512_set1_epi32(static_cast<int>(stride)));
   }
+  static V zero() { return _mm512_setzero_ps(); }
   static V bcast(const float* p) { return _mm512_set1_ps(*p); }
   static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
@@ -53,6 +54,7 @@ struct Simd {
   static __m256i index(int64_t stride) {
     return _mm256_mullo_epi32(_mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0), _mm256_set1_epi32(static_cast<int>(stride)));
   }
+  static V zero() { return _mm256_setzero_ps(); }
   static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static V load(const float* p, Mask m) { return _mm256_maskload_ps(p, m); }
@@ -109,6 +111,7 @@ struct MicroCall {
   int64_t olane = 1, vlane = 1;
   const RedOffset* outer = nullptr;
   int64_t nouter = 0, inner = 0, vstep = 0, sstep = 0;
+  bool fresh = false;
 };
 
 using MicroFn = void (*)(const MicroCall&);
@@ -121,11 +124,17 @@ void micro_kernel(const MicroCall& c) {
   typename Simd::Mask m[NV];
   typename Simd::V acc[NV][NS];
   const auto vidx = Simd::index(c.vlane), oidx = Simd::index(c.olane);
+  float* out[NV][NS];  // in locals: the stores below need not reread the call's arrays
+  for (int v = 0; v < NV; ++v)
+    for (int s = 0; s < NS; ++s) out[v][s] = c.out + c.ov[v] + c.os[s];
   for (int v = 0; v < NV; ++v) {
     m[v] = Simd::mask(c.lanes[v]);
     for (int s = 0; s < NS; ++s) {
-      const float* o = c.out + c.ov[v] + c.os[s];
-      acc[v][s] = kOutContiguous ? Simd::load(o, m[v]) : Simd::gather(o, oidx, m[v]);
+      const float* o = out[v][s];
+      if (c.fresh)
+        acc[v][s] = Simd::zero();
+      else
+        acc[v][s] = kOutContiguous ? Simd::load(o, m[v]) : Simd::gather(o, oidx, m[v]);
     }
   }
   int64_t srel[NS];
@@ -153,7 +162,7 @@ void micro_kernel(const MicroCall& c) {
   }
   for (int v = 0; v < NV; ++v)
     for (int s = 0; s < NS; ++s) {
-      float* o = c.out + c.ov[v] + c.os[s];
+      float* o = out[v][s];
       if constexpr (kOutContiguous)
         Simd::store(o, m[v], acc[v][s]);
       else

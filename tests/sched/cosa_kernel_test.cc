@@ -148,12 +148,54 @@ TEST(CosaKernel, PackedWeightsGiveTheSameOutputs) {
                   "weights packed for 'test' used for 'test', whose bounds differ");
 }
 
+// Channels-last data through run_conv_channels_last gives the reference
+// convolution, whichever way the mapping puts its lanes (the kernel then
+// vectorises along K regardless), with no output zeroed beforehand.
+TEST(CosaKernel, ChannelsLastDataGiveTheReferenceConvolution) {
+  const Arch a = two_core_cpu();
+  std::mt19937_64 rng(23);
+  Mapspace q_lanes = cpu_mapspace(a);
+  q_lanes.spatial_dims[1] = {false, false, false, true, false, false, false};
+  int tried = 0;
+  for (const Problem& p : {test::conv_layer({3, 3, 7, 9, 6, 20, 2}), test::conv_layer({1, 3, 5, 11, 3, 17, 1}, /*stride=*/2),
+                           test::conv_layer({3, 2, 6, 19, 4, 12, 1}, 1, /*dilation=*/2)}) {
+    const std::vector<float> w = random_values<float>(weight_size(p), 1), in = random_values<float>(input_size(p), 2);
+    std::vector<float> want(static_cast<size_t>(output_size(p))), in_nhwc(in.size());
+    reference_conv(p, w.data(), in.data(), want.data());
+    inputs_to_channels_last(p, in.data(), in_nhwc.data(), 2);
+    const PackedWeights packed = pack_weights(p, w.data(), 2);
+    for (const Mapspace& ms : {cpu_mapspace(a), q_lanes, keep_everything(a)})
+      for (int n = 0; n < 8;) {
+        const Mapping m = random_mapping(p, a, ms, rng);
+        if (!fits_fanout(m, a) || !evaluate(m, p, a).valid) continue;
+        ++n;
+        ++tried;
+        std::vector<float> npqk(want.size(), 7.0f), got(want.size());
+        run_conv_channels_last(p, m, a, packed, in_nhwc.data(), npqk.data(), 1 + n % 2);
+        outputs_from_channels_last(p, npqk.data(), got.data(), 2);
+        EXPECT_LT(error_against(got, want), 1e-5) << mapping_yaml(m);
+      }
+  }
+  EXPECT_EQ(tried, 72);
+  const Problem p = test::conv_layer({1, 1, 4, 4, 8, 16, 1});
+  const std::vector<float> w = random_values<float>(weight_size(test::conv_layer({1, 1, 4, 4, 8, 17, 1})), 1);
+  const PackedWeights other = pack_weights(test::conv_layer({1, 1, 4, 4, 8, 17, 1}), w.data(), 1);
+  std::vector<float> in(static_cast<size_t>(input_size(p))), out(static_cast<size_t>(output_size(p)));
+  EXPECT_CONTAINS(error_of([&] {
+                    run_conv_channels_last(p, schedule(p, a, cpu_mapspace(a)).mapping, a, other, in.data(), out.data());
+                  }),
+                  "run_conv_channels_last: weights packed for 'test' used for 'test', whose bounds differ");
+}
+
 // estimate_kernel worked by hand (AVX-512's 16 lanes): K = 32, P = 4, C = 8.
 // Folded into one block (lanes on K, K x 2 and P x 4 in the registers, C x 8
 // in L1): one call of 2 vectors x 4 broadcasts over 8 reduction steps,
 // 8 x max(8 FMAs, 6 loads) / 2 + 1.5 x 8 + 20 = 64 cycles. C at DRAM
-// instead: 8 blocks of one step each, 8 x (4 + 12 + 20). The cores on K
-// instead of the registers' K: two blocks of one vector, run on two threads.
+// instead, right above the block: folded into it, the same one block. C at
+// DRAM with P x 2 of L3 between it and the block (the registers keep P x 2):
+// 16 blocks of one step of 2 vectors x 2 broadcasts, 16 x (2 + 6 + 20). The
+// cores on K instead of the registers' K: two blocks of one vector, run on
+// two threads.
 TEST(CosaKernel, EstimatesTheMicroKernelsCallsByHand) {
 #if !defined(__AVX512F__)
   GTEST_SKIP() << "the hand-worked numbers assume AVX-512's 16 float32 lanes";
@@ -174,12 +216,21 @@ TEST(CosaKernel, EstimatesTheMicroKernelsCallsByHand) {
   EXPECT_DOUBLE_EQ(e.cycles, 64);
   EXPECT_LT(relative_error<float>(p, m, a, 2), 1e-5);
 
+  const auto expect_blocks = [&](const Mapping& mm, int64_t blocks, double cycles) {
+    check_mapping(mm, p, a);
+    const KernelEstimate k = estimate_kernel(p, mm, 2);
+    EXPECT_EQ(k.blocks, blocks) << mapping_yaml(mm);
+    EXPECT_DOUBLE_EQ(k.cycles, cycles) << mapping_yaml(mm);
+    EXPECT_LT(relative_error<float>(p, mm, a, 2), 1e-5) << mapping_yaml(mm);
+  };
   Mapping outer = m;
   outer.levels[1].temporal[C] = 1;
   outer.levels[4].temporal[C] = 8;
-  e = estimate_kernel(p, outer, 2);
-  EXPECT_EQ(e.blocks, 8);
-  EXPECT_DOUBLE_EQ(e.cycles, 8 * (1 * 8 / 2.0 + 12 + 20));
+  expect_blocks(outer, 1, 64);
+  Mapping between = outer;
+  between.levels[0].temporal[P] = 2;
+  between.levels[3].temporal[P] = 2;
+  expect_blocks(between, 16, 16 * (std::max(4, 4) / 2.0 + 1.5 * 4 + 20));
 
   Mapping cores = m;
   cores.levels[0].temporal[K] = 1;

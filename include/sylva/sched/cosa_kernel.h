@@ -9,13 +9,15 @@
 //
 // float32 in an AVX-512 or AVX2+FMA build: L1's temporal loops are folded
 // into the block (the block becomes L1's tile; the tiling above is kept,
-// the order of L1's own loops is the micro-kernel's), which runs on a
+// the order of L1's own loops is the micro-kernel's), and so are reduction
+// loops right above it with no output loop between; the block runs on a
 // register-tile micro-kernel (src/sched/cosa_microkernel.h) that keeps up
 // to 24 accumulator vectors in registers over the block's whole reduction.
 // It vectorises along K when the mapping puts the lanes on K (what
 // cpu_mapspace asks for) -- over channels-last copies of the weights
 // [C][R][S][K] and inputs [N][W][H][C], with the outputs accumulated as
-// [N][P][Q][K] and transposed back, all inside the call -- or along Q in
+// [N][P][Q][K] and transposed back, all inside the call; no copy at all in
+// run_conv_channels_last) -- or along Q in
 // the plain layouts when the lanes are on Q. float64, and builds without
 // those instruction sets, run the block as a plain loop nest with Q
 // innermost.
@@ -110,6 +112,23 @@ PackedWeights pack_weights(const Problem& p, const float* weights, int threads =
 /// run_conv on packed weights (sylva::Error if they were packed for other bounds).
 void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& weights, const float* inputs,
               float* outputs, int threads = 0);
+
+/// run_conv on channels-last data, as a network that keeps its activations
+/// channels-last hands them over: inputs [N][W][H][C], outputs
+/// [N][P][Q][K], the weights packed (pack_weights). The float32
+/// micro-kernel then reads and writes them in place, vectors along K
+/// whatever the mapping's lanes, with no copy at all -- the like-for-like
+/// comparison with oneDNN's blocked or nhwc layouts, whose reorders are
+/// made outside the convolution too. Builds without the micro-kernel
+/// transpose to run_conv's layouts and back. sylva::Error as run_conv's.
+void run_conv_channels_last(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& weights,
+                            const float* inputs, float* outputs, int threads = 0);
+
+/// Inputs [N][C][W][H] as [N][W][H][C] (`to_channels_last`), or outputs
+/// [N][P][Q][K] as [N][K][P][Q] (the reverse), for run_conv_channels_last's
+/// callers and tests.
+void inputs_to_channels_last(const Problem& p, const float* nchw, float* nhwc, int threads = 0);
+void outputs_from_channels_last(const Problem& p, const float* npqk, float* nkpq, int threads = 0);
 
 /// The plain seven-loop convolution, for checking run_conv.
 template <class T>

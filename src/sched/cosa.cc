@@ -187,6 +187,15 @@ int temporal_place(const std::vector<Place>& places, int level) {
   SYLVA_THROW("[cosa] level ", level, " has no temporal place");
 }
 
+// Whether a temporal factor of `dim` at `level` makes the CPU kernel's
+// block run again (ObjectiveWeights::blocks): every one above level 1,
+// except the reduction loops at level 2 when the mapspace holds the
+// outputs there -- they run innermost at that level, right above L1's
+// tile, and run_conv folds them into the block.
+bool reruns_block(const Mapspace& ms, int level, int dim) {
+  return level >= 2 && !(level == 2 && ms.stationary_at(2) == Outputs && !relevant(Outputs, dim));
+}
+
 // Adds the x columns, each costed by its log-factor times the weights of what it changes.
 void add_placements(Program& mip, Columns& c, const Layout& lay, const ObjectiveWeights& w) {
   const std::vector<Factor>& factors = lay.factors;
@@ -195,7 +204,8 @@ void add_placements(Program& mip, Columns& c, const Layout& lay, const Objective
   for (size_t f = 0; f < factors.size(); ++f)
     for (int s = 0; s < c.places; ++s) {
       const Place& sl = lay.places[static_cast<size_t>(s)];
-      double cost = (sl.spatial ? -w.utilization : w.compute + (sl.level >= 2 ? w.blocks : 0.0));
+      double cost =
+          (sl.spatial ? -w.utilization : w.compute + (reruns_block(lay.ms, sl.level, factors[f].dim) ? w.blocks : 0.0));
       for (int t = 0; t < kTensors; ++t) cost += w.traffic * lay.refetches(t, factors[f].dim, sl);
       const bool allowed = !sl.spatial || lay.ms.spatial_allowed(sl.level, factors[f].dim);
       c.x[f * static_cast<size_t>(c.places) + static_cast<size_t>(s)] =
@@ -242,8 +252,9 @@ void add_loop_order(Program& mip, Columns& c, const Layout& lay, const Objective
   c.z.assign(static_cast<size_t>(L), {-1, -1, -1});
   for (int i = lay.lowest_keeper + 1; i < L; ++i) {
     CoinPackedVector one;
-    for (int t = 0; t < kTensors; ++t)
-      if (i > lay.keeper[t]) one.insert(c.z[static_cast<size_t>(i)][t] = mip.column(0, 0, 1, true), 1.0);
+    for (int t = 0; t < kTensors; ++t)  // a stationary tensor's z is fixed at 1 (the row then holds the others at 0)
+      if (i > lay.keeper[t])
+        one.insert(c.z[static_cast<size_t>(i)][t] = mip.column(0, lay.ms.stationary_at(i) == t ? 1 : 0, 1, true), 1.0);
     mip.add_row(one, -COIN_DBL_MAX, 1.0);
   }
   for (int t = 0; t < kTensors; ++t) {
@@ -369,6 +380,7 @@ Mapping decode(const std::vector<double>& sol, const Columns& c, const Layout& l
       if (z >= 0 && sol[static_cast<size_t>(z)] > 0.5)
         m.levels[static_cast<size_t>(i)].temporal_permutation = innermost_first(t);
     }
+  apply_stationary(m, ms);  // where the stationary tensor had no z (kept at or above the level): the order alone
   return m;
 }
 }  // namespace
@@ -464,7 +476,7 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
     double spatial = 0;
     for (int j = 0; j < kDims; ++j) {
       const double lt = lg(i, false, j), ls = lg(i, true, j);
-      base += (w.compute + (i >= 2 ? w.blocks : 0.0)) * lt - w.utilization * ls;
+      base += (w.compute + (reruns_block(ms, i, j) ? w.blocks : 0.0)) * lt - w.utilization * ls;
       compute += lt;
       spatial += ls;
       ok = ok && (ls == 0 || ms.spatial_allowed(i, j));
@@ -484,9 +496,17 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
   }
   if (feasible) *feasible = ok;
   // The MIP picks, per level above the keepers, at most one tensor whose
-  // non-indexing loops go innermost there; its optimum is the best choice.
+  // non-indexing loops go innermost there (the mapspace's stationary one
+  // where it names one); its optimum is the best choice.
   const int first = lay.lowest_keeper + 1, levels = L - first;
   std::vector<int> choice(static_cast<size_t>(levels), -1);
+  const auto allowed = [&] {
+    for (int k = 0; k < levels; ++k) {
+      const int st = ms.stationary_at(first + k);
+      if (st >= 0 && first + k > lay.keeper[st] && choice[static_cast<size_t>(k)] != st) return false;
+    }
+    return true;
+  };
   double best = INFINITY;
   for (;;) {
     std::array<double, kTensors> tr = traffic;
@@ -507,7 +527,7 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
         if (lay.bandwidth(t) > 0) y = std::max(y, tr[t] - std::log(lay.bandwidth(t)));
       o += w.latency * y;
     }
-    best = std::min(best, o);
+    if (allowed()) best = std::min(best, o);
     int k = 0;  // next choice: odometer over {none} + the tensors whose keeper is below each level
     for (; k < levels; ++k) {
       int& c = choice[static_cast<size_t>(k)];

@@ -244,6 +244,15 @@ Mapspace cpu_mapspace(const Arch& a) {
   ms.spatial_dims.assign(a.levels.size(), {false, false, true, true, false, true, true});  // P Q K N
   if (regs + 1 < static_cast<int>(a.levels.size()))
     ms.spatial_dims[static_cast<size_t>(regs + 1)] = {false, false, false, false, false, true, false};  // K
+  // Outputs stationary at the level above L1: its reduction loops run
+  // innermost there, so run_conv folds them into the block and the
+  // accumulators stay in registers over them (on ResNet-50's 1x1 stride-2
+  // layer, CoSA's own mapping with only that level's order changed ran
+  // 1.6x faster on channels-last data).
+  if (regs + 2 < static_cast<int>(a.levels.size())) {
+    ms.stationary.assign(a.levels.size(), -1);
+    ms.stationary[static_cast<size_t>(regs + 2)] = Outputs;
+  }
   return ms;
 }
 

@@ -117,9 +117,10 @@ struct Conv {
 // else along the longer of the block's K and Q extents. Along K (what
 // cpu_mapspace asks for), a vector is W output channels of one output
 // point, times one broadcast input; the kernel then works channels-last:
-// weights packed as [C][R][S][K], inputs as [N][W][H][C], outputs
-// accumulated as [N][P][Q][K] and transposed back at the end (all inside
-// run_conv's time). Along Q, a vector is W consecutive outputs of one row
+// weights packed in blocks of W output channels, [K/W][C][R][S][W] (or
+// [C][R][S][K] where the blocks do not start at multiples of W), inputs
+// as [N][W][H][C], outputs accumulated as [N][P][Q][K] and transposed
+// back at the end (all inside run_conv's time). Along Q, a vector is W consecutive outputs of one row
 // and the input row under them (lanes h_stride apart, gathered when > 1),
 // times one broadcast weight per output channel, in the plain layouts.
 struct FastConv {
@@ -127,6 +128,7 @@ struct FastConv {
   const float* in = nullptr;  // along K: the packed copies below
   const float* w = nullptr;
   float* out = nullptr;
+  int64_t kblock = 0;  // along K: the weights as [K/kblock][C][R][S][kblock] (0: [C][R][S][K])
   std::vector<float> packed_w;
   std::unique_ptr<float[]> packed_in, staged_out;  // left uninitialised: written whole before they are read
   std::vector<int64_t> vrel, ov, srel, os;  // vector and scalar items, relative to the block's origin
@@ -145,6 +147,35 @@ struct FastConv {
   void tile(const std::array<int64_t, kDims>& b, const std::array<int64_t, kDims>& /*e*/) const;
   void call(const float* vbase, const float* sbase, float* o, bool fresh) const;
 };
+
+// One micro-kernel call of a block: vector items [v0, v0 + vn), scalar items [s0, s0 + sn).
+struct CallShape {
+  int64_t v0, vn, s0, sn;
+};
+
+// A block of `vectors` x `scalars` items as micro-kernel calls: the fewest
+// that hold them (at most kMaxVectors vectors, max_scalars of them scalars
+// each), the items shared out as evenly as possible (7 scalars by 6 are
+// 4 + 3, not 6 + 1: a call of one broadcast does as many loads as FMAs).
+std::vector<CallShape> plan_calls(int64_t vectors, int64_t scalars) {
+  const auto even = [](int64_t n, int64_t most) {
+    std::vector<int64_t> sizes(static_cast<size_t>((n + most - 1) / most));
+    const auto k = static_cast<int64_t>(sizes.size());
+    for (int64_t i = 0; i < k; ++i) sizes[static_cast<size_t>(i)] = n / k + (i < n % k ? 1 : 0);
+    return sizes;
+  };
+  std::vector<CallShape> calls;
+  int64_t v0 = 0;
+  for (int64_t vn : even(vectors, detail::kMaxVectors)) {
+    int64_t s0 = 0;
+    for (int64_t sn : even(scalars, detail::max_scalars(static_cast<int>(vn)))) {
+      calls.push_back({v0, vn, s0, sn});
+      s0 += sn;
+    }
+    v0 += vn;
+  }
+  return calls;
+}
 
 // Whether the micro-kernel can take the blocks of `nest`, and along which dimension.
 bool fast_along_k(const Problem& p, const Mapping& m, const Nest& nest, bool& along_k) {
@@ -183,36 +214,83 @@ void transpose(const float* src, float* dst, int64_t batches, int64_t rows, int6
       }
 }
 
-// Weights [K][C][R][S] as [C][R][S][K] into `out`.
-void pack_weights_into(const Problem& p, const float* w, float* out, int threads) {
+// The output channels of one block of packed weights: a vector's worth.
+constexpr int64_t kKBlock = detail::kSimdWidth > 0 ? detail::kSimdWidth : 1;
+
+int64_t k_blocked_size(const Problem& p) {
   const auto& B = p.bounds;
-  transpose(w, out, 1, B[K], B[C] * B[R] * B[S], threads);
+  return (B[K] + kKBlock - 1) / kKBlock * kKBlock * B[C] * B[R] * B[S];
 }
 
-// Packs weights [C][R][S][K] (unless `packed_w` holds them already) and
-// inputs [N][W][H][C] and sizes the [N][P][Q][K] outputs.
-void pack_channels_last(FastConv& f, const Problem& p, const float* w, const float* in, int threads,
-                        const float* packed_w) {
+// Weights [K][C][R][S] as [K/W][C][R][S][W] (W = kKBlock), zero past K:
+// a vector of W output channels reads one contiguous run per reduction
+// point, so its stream over C is sequential. In [C][R][S][K] it jumps
+// R·S·K floats a step -- across a page every step or two on the wide
+// layers, where the hardware prefetchers stop (ResNet-50's 1x1 stride-2
+// layer with C = 1024 and K = 2048, CoSA's mapping on channels-last data,
+// two cores: 74 -> 87 GFLOP/s).
+void pack_k_blocked(const Problem& p, const float* w, float* out, int threads) {
   const auto& B = p.bounds;
-  const int64_t wh = f.wi * f.hi;
-  if (!packed_w) {
-    f.packed_w.resize(static_cast<size_t>(weight_size(p)));
-    pack_weights_into(p, w, f.packed_w.data(), threads);
-    packed_w = f.packed_w.data();
+  const int64_t crs = B[C] * B[R] * B[S], blocks = (B[K] + kKBlock - 1) / kKBlock;
+#pragma omp parallel for num_threads(threads) if (threads > 1 && blocks > 1)
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    float* o = out + kb * crs * kKBlock;
+    for (int64_t i = 0; i < crs; ++i)
+      for (int64_t l = 0; l < kKBlock; ++l) {
+        const int64_t k = kb * kKBlock + l;
+        o[i * kKBlock + l] = k < B[K] ? w[k * crs + i] : 0.0f;
+      }
   }
+}
+
+// Whether every block of `nest` starts at a multiple of kKBlock along K
+// (its K extent is a multiple of it, or the whole of K): then its vectors
+// are whole blocks of the K-blocked weights.
+bool k_blocks_align(const Problem& p, const Nest& nest) {
+  return nest.tile[K] % kKBlock == 0 || nest.tile[K] >= p.bounds[K];
+}
+
+// Weights [K][C][R][S] as [C][R][S][K] into `out`.
+void pack_k_major(const Problem& p, const float* w, float* out, int threads) {
+  transpose(w, out, 1, p.bounds[K], p.bounds[C] * p.bounds[R] * p.bounds[S], threads);
+}
+
+// Sets the weights the along-K kernel reads: pack_weights' copies where
+// given (K-blocked where the blocks align with it, else [C][R][S][K]),
+// otherwise the same made now from the plain `w`.
+void choose_k_weights(FastConv& f, const Problem& p, const Nest& nest, const float* w, const PackedWeights* packed,
+                      int threads) {
+  const bool blocked = k_blocks_align(p, nest);
+  f.kblock = blocked ? kKBlock : 0;
+  if (packed) {
+    f.w = blocked ? packed->packed.data() : packed->k_major.data();
+    return;
+  }
+  f.packed_w.resize(static_cast<size_t>(blocked ? k_blocked_size(p) : weight_size(p)));
+  (blocked ? pack_k_blocked : pack_k_major)(p, w, f.packed_w.data(), threads);
+  f.w = f.packed_w.data();
+}
+
+// Copies the inputs as [N][W][H][C] and sizes the [N][P][Q][K] outputs.
+void stage_channels_last(FastConv& f, const Problem& p, const float* in, int threads) {
+  const auto& B = p.bounds;
   f.packed_in = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(input_size(p)));
-  transpose(in, f.packed_in.get(), B[N], B[C], wh, threads);
+  transpose(in, f.packed_in.get(), B[N], B[C], f.wi * f.hi, threads);
   f.staged_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(output_size(p)));
-  f.w = packed_w;
   f.in = f.packed_in.get();
   f.out = f.staged_out.get();
 }
 
-// `channels_last`: w, in and out are already [C][R][S][K], [N][W][H][C]
-// and [N][P][Q][K] -- a GEMM's B, A and C -- and are used in place. The
-// outputs need not be zeroed: each block's first visit writes them. `packed_w`: the weights as [C][R][S][K] already (pack_weights).
+// What fast_conv is handed along K: `nchw`, run_conv's layouts (copied
+// channels-last); `channels_last`, inputs [N][W][H][C] and outputs
+// [N][P][Q][K] used in place; `gemm`, a GEMM's A, C and its B as
+// [C][K] weights, all in place. Along Q the plain layouts are read.
+enum class Layouts { nchw, channels_last, gemm };
+
+// `packed`: the weights as pack_weights made them (null: none). The
+// outputs need not be zeroed: each block's first visit writes them.
 FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float* w, const float* in, float* out,
-                   int64_t wi, int64_t hi, int threads, bool channels_last = false, const float* packed_w = nullptr) {
+                   int64_t wi, int64_t hi, int threads, Layouts layouts, const PackedWeights* packed = nullptr) {
   const auto& B = p.bounds;
   const auto& e = nest.tile;
   FastConv f;
@@ -223,16 +301,19 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
   f.p = &p;
   f.wi = wi;
   f.hi = hi;
+  if (along_k && layouts != Layouts::gemm) choose_k_weights(f, p, nest, w, packed, threads);
+  if (along_k && layouts == Layouts::nchw) stage_channels_last(f, p, in, threads);
+  const int64_t kpoint = f.kblock > 0 ? f.kblock : B[K];  // along K: the weights' step per reduction point
   for (int64_t r = 0; r < e[R]; ++r)
     for (int64_t s = 0; s < e[S]; ++s)
-      f.outer.push_back(along_k ? detail::RedOffset{(r * B[S] + s) * B[K], (r * p.w_dilation * hi + s * p.h_dilation) * B[C]}
+      f.outer.push_back(along_k ? detail::RedOffset{(r * B[S] + s) * kpoint, (r * p.w_dilation * hi + s * p.h_dilation) * B[C]}
                                 : detail::RedOffset{r * p.w_dilation * hi + s * p.h_dilation, r * B[S] + s});
   f.inner = e[C];
-  f.vstep = along_k ? B[R] * B[S] * B[K] : wi * hi;  // one step of C
+  f.vstep = along_k ? B[R] * B[S] * kpoint : wi * hi;  // one step of C
   f.sstep = along_k ? 1 : B[R] * B[S];
   if (along_k) {
-    if (!channels_last) pack_channels_last(f, p, w, in, threads, packed_w);
-    add_vector_items(f, e[K], 0, 0, 1, 1);
+    // K-blocked, the vector at channel offset i (a multiple of W) starts block i / W: i·C·R·S floats on.
+    add_vector_items(f, e[K], 0, 0, f.kblock > 0 ? B[C] * B[R] * B[S] : 1, 1);
     for (int64_t n = 0; n < e[N]; ++n)
       for (int64_t x = 0; x < e[P]; ++x)
         for (int64_t y = 0; y < e[Q]; ++y) {
@@ -250,12 +331,9 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
     f.vlane = p.h_stride;
   }
 #if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-  for (size_t v0 = 0; v0 < f.vrel.size(); v0 += detail::kMaxVectors) {
-    const size_t vn = std::min<size_t>(detail::kMaxVectors, f.vrel.size() - v0);
-    const size_t smax = static_cast<size_t>(detail::max_scalars(static_cast<int>(vn)));
-    for (size_t s0 = 0; s0 < f.srel.size(); s0 += smax)
-      f.calls.push_back({detail::micro_table[vn - 1][std::min(smax, f.srel.size() - s0) - 1], v0, s0});
-  }
+  for (const CallShape& c : plan_calls(static_cast<int64_t>(f.vrel.size()), static_cast<int64_t>(f.srel.size())))
+    f.calls.push_back({detail::micro_table[static_cast<size_t>(c.vn - 1)][static_cast<size_t>(c.sn - 1)],
+                       static_cast<size_t>(c.v0), static_cast<size_t>(c.s0)});
 #endif
   return f;
 }
@@ -274,7 +352,8 @@ void FastConv::tile(const std::array<int64_t, kDims>& b, const std::array<int64_
   const bool fresh = b[C] == 0 && b[R] == 0 && b[S] == 0;
   if (along_k) {
     const int64_t in_origin = ((b[N] * wi + x0) * hi + y0) * B[C] + b[C];
-    const int64_t w_origin = ((b[C] * B[R] + b[R]) * B[S] + b[S]) * B[K] + b[K];
+    const int64_t point = (b[C] * B[R] + b[R]) * B[S] + b[S];
+    const int64_t w_origin = kblock > 0 ? b[K] * B[C] * B[R] * B[S] + point * kblock : point * B[K] + b[K];
     call(w + w_origin, in + in_origin, out + ((b[N] * B[P] + b[P]) * B[Q] + b[Q]) * B[K] + b[K], fresh);
   } else {
     const int64_t in_origin = ((b[N] * B[C] + b[C]) * wi + x0) * hi + y0;
@@ -382,24 +461,19 @@ KernelEstimate estimate_kernel(const Problem& p, const Mapping& m, int threads) 
   const int64_t scalars = along_k ? e[N] * e[P] * e[Q] : e[K];
   const double steps = static_cast<double>(e[R] * e[S] * e[C]);
   double block = 0;
-  for (int64_t v0 = 0; v0 < vectors; v0 += detail::kMaxVectors) {
-    const int64_t vn = std::min<int64_t>(detail::kMaxVectors, vectors - v0);
-    const int64_t smax = detail::max_scalars(static_cast<int>(vn));
-    for (int64_t s0 = 0; s0 < scalars; s0 += smax) {
-      const int64_t sn = std::min(smax, scalars - s0);
-      const double fma = static_cast<double>(vn * sn), loads = static_cast<double>(vn + sn);
-      block += steps * std::max(fma, loads) / 2 + 1.5 * fma + 20;  // accumulators: loads at 2, stores at 1 per cycle
-      ++k.calls_per_block;
-    }
+  for (const CallShape& c : plan_calls(vectors, scalars)) {
+    const double fma = static_cast<double>(c.vn * c.sn), loads = static_cast<double>(c.vn + c.sn);
+    block += steps * std::max(fma, loads) / 2 + 1.5 * fma + 20;  // accumulators: loads at 2, stores at 1 per cycle
+    ++k.calls_per_block;
   }
   k.cycles = static_cast<double>(rounds * sequential) * block;
   return k;
 }
 
 namespace {
-// run_conv, with the weights also as [C][R][S][K] where `packed` is given (float32 only).
+// run_conv, with pack_weights' copies where `packed` is given (float32 only).
 template <class T>
-void run_conv_packed(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const float* packed,
+void run_conv_packed(const Problem& p, const Mapping& m, const Arch& a, const T* weights, const PackedWeights* packed,
                      const T* inputs, T* outputs, int threads) {
   check_mapping(m, p, a);
   const Nest nest = nest_of(m);
@@ -409,7 +483,7 @@ void run_conv_packed(const Problem& p, const Mapping& m, const Arch& a, const T*
     const Nest folded = fold_l1(nest);
     bool along_k = false;
     if (fast_along_k(p, m, folded, along_k)) {  // writes every output on its first visit: no zeroing
-      const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all, false, packed);
+      const FastConv f = fast_conv(p, folded, along_k, weights, inputs, outputs, e[0], e[1], all, Layouts::nchw, packed);
       run_tiles(f, folded, all);
       if (along_k) unstage(p, f.staged_out.get(), outputs, all);
       return;
@@ -430,14 +504,19 @@ PackedWeights pack_weights(const Problem& p, const float* weights, int threads) 
   PackedWeights w;
   w.problem = p;
   w.plain = weights;
-  w.packed.resize(static_cast<size_t>(weight_size(p)));
-  pack_weights_into(p, weights, w.packed.data(), threads > 0 ? threads : usable_cpu_cores());
+  const int all = threads > 0 ? threads : usable_cpu_cores();
+  w.packed.resize(static_cast<size_t>(k_blocked_size(p)));
+  pack_k_blocked(p, weights, w.packed.data(), all);
+  w.k_major.resize(static_cast<size_t>(weight_size(p)));
+  pack_k_major(p, weights, w.k_major.data(), all);
   return w;
 }
 
 namespace {
 void check_packed(const Problem& p, const PackedWeights& w, const char* what) {
-  SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == weight_size(p), "[cosa] ",
+  SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == k_blocked_size(p) &&
+                  static_cast<int64_t>(w.k_major.size()) == weight_size(p),
+              "[cosa] ",
               what, ": weights packed for '", w.problem.name, "' used for '", p.name, "', whose bounds differ");
 }
 }  // namespace
@@ -445,7 +524,7 @@ void check_packed(const Problem& p, const PackedWeights& w, const char* what) {
 void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& w, const float* inputs,
               float* outputs, int threads) {
   check_packed(p, w, "run_conv");
-  run_conv_packed<float>(p, m, a, w.plain, w.packed.data(), inputs, outputs, threads);
+  run_conv_packed<float>(p, m, a, w.plain, &w, inputs, outputs, threads);
 }
 
 void inputs_to_channels_last(const Problem& p, const float* nchw, float* nhwc, int threads) {
@@ -465,8 +544,9 @@ void run_conv_channels_last(const Problem& p, const Mapping& m, const Arch& a, c
     check_mapping(m, p, a);
     const Nest folded = fold_l1(nest_of(m));
     const auto e = input_extents(p);
-    run_tiles(fast_conv(p, folded, /*along_k=*/true, w.packed.data(), inputs, outputs, e[0], e[1], all, true), folded,
-              all);
+    run_tiles(fast_conv(p, folded, /*along_k=*/true, w.plain, inputs, outputs, e[0], e[1], all, Layouts::channels_last,
+                        &w),
+              folded, all);
   } else {
     std::vector<float> in(static_cast<size_t>(input_size(p))), out(static_cast<size_t>(output_size(p)));
     const auto e = input_extents(p);
@@ -512,7 +592,7 @@ void run_gemm(const Problem& p, const Mapping& m, const Arch& a, const T* lhs, c
     bool along_k = false;
     if (fast_along_k(p, m, folded, along_k) && along_k) {  // Q = 1: along K whenever the fast path runs
       const int all = threads > 0 ? threads : usable_cpu_cores();
-      run_tiles(fast_conv(p, folded, true, rhs, lhs, out, 1, 1, all, true), folded, all);
+      run_tiles(fast_conv(p, folded, true, rhs, lhs, out, 1, 1, all, Layouts::gemm), folded, all);
       return;
     }
   }

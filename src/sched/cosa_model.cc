@@ -172,6 +172,17 @@ bool relevant(int tensor, int dim) {
   }
 }
 
+void apply_stationary(Mapping& m, const Mapspace& ms) {
+  for (size_t i = 0; i < m.levels.size(); ++i) {
+    const int t = ms.stationary_at(static_cast<int>(i));
+    if (t < 0) continue;
+    std::string& order = m.levels[i].temporal_permutation;
+    std::stable_partition(order.begin(), order.end(), [t](char d) {
+      return !relevant(t, static_cast<int>(std::find(kDimNames.begin(), kDimNames.end(), d) - kDimNames.begin()));
+    });
+  }
+}
+
 Evaluation evaluate(const Mapping& m, const Problem& p, const Arch& a) {
   check_mapping(m, p, a);
   Evaluation e;

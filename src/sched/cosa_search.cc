@@ -36,6 +36,7 @@ int dim_index(char name) {
 struct Worker {
   const Problem& p;
   const Arch& a;
+  const Mapspace& ms;
   const HybridOptions& o;
   int64_t budget;  // mappings this thread may draw
   bool timed;
@@ -79,11 +80,13 @@ struct Worker {
     };
     const auto apply_and_evaluate = [&] {
       for (size_t i = 0; i < L; ++i) m.levels[i].temporal_permutation = active[i] + tail[i];
+      apply_stationary(m, ms);  // orders outside the mapspace become one inside it (evaluated again: harmless)
       ++best.sampled;
       Evaluation ev = evaluate(m, p, a);
       if (ev.valid) consider(m, std::move(ev));
     };
     for (size_t i = 0; i < L; ++i) m.levels[i].temporal_permutation = active[i] + tail[i];
+    apply_stationary(m, ms);
     consider(m, std::move(e));  // the drawn orders (normalized: evaluate skips factors of 1)
     if (combos == 1) return;
     const std::string drawn = key();
@@ -108,7 +111,7 @@ struct Worker {
     }
   }
 
-  void run(uint64_t seed, const Mapspace& ms) {
+  void run(uint64_t seed) {
     std::mt19937_64 rng(seed);
     while (!done()) {
       Mapping m = random_mapping(p, a, ms, rng);
@@ -135,6 +138,7 @@ bool better(const Evaluation& a, const Evaluation& b) {
 Mapping random_mapping(const Problem& p, const Arch& a, const Mapspace& ms, std::mt19937_64& rng) {
   Mapping m = blank_mapping(a, ms);
   for (LevelMapping& l : m.levels) std::shuffle(l.temporal_permutation.begin(), l.temporal_permutation.end(), rng);
+  apply_stationary(m, ms);
   std::uniform_int_distribution<size_t> level(0, a.levels.size() - 1);
   for (int d = 0; d < kDims; ++d)
     for (int64_t q : prime_factors(p.bounds[static_cast<size_t>(d)])) {
@@ -196,7 +200,7 @@ SearchResult hybrid_search(const Problem& p, const Arch& a, const Mapspace& ms, 
   workers.reserve(static_cast<size_t>(n));
   for (int t = 0; t < n; ++t)
     workers.push_back(
-        Worker{p, a, o, o.max_samples / n + (t < o.max_samples % n ? 1 : 0), o.seconds > 0, deadline, {}, 0});
+        Worker{p, a, ms, o, o.max_samples / n + (t < o.max_samples % n ? 1 : 0), o.seconds > 0, deadline, {}, 0});
   // Each thread touches only its own Worker and error slot; an exception
   // (e.g. an arch without DRAM) must not escape a std::thread.
   std::vector<std::exception_ptr> errors(static_cast<size_t>(n));
@@ -206,7 +210,7 @@ SearchResult hybrid_search(const Problem& p, const Arch& a, const Mapspace& ms, 
     for (int t = 0; t < n; ++t)
       threads.emplace_back([&, t] {
         try {
-          workers[static_cast<size_t>(t)].run(o.seed + static_cast<uint64_t>(t), ms);
+          workers[static_cast<size_t>(t)].run(o.seed + static_cast<uint64_t>(t));
         } catch (...) {
           errors[static_cast<size_t>(t)] = std::current_exception();
         }

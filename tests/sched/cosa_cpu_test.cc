@@ -3,6 +3,7 @@
 // scheduling a ResNet-like layer on the real machine's description.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -236,6 +237,42 @@ TEST(CosaCpu, TheCpuMapspaceBoundsWhereSpatialLoopsGo) {
   mip_objective(lanes_on_c, p, a, ms, {}, &feasible_cpu);
   EXPECT_TRUE(feasible) << mapping_yaml(lanes_on_c);
   EXPECT_FALSE(feasible_cpu);
+}
+
+// The CPU mapspace holds the outputs at the level above L1 (its R, S, C
+// loops innermost, which run_conv folds into the micro-kernel's block):
+// CoSA's mapping and random ones obey it; apply_stationary keeps each
+// group's order.
+TEST(CosaCpu, TheCpuMapspaceHoldsTheOutputsAboveL1) {
+  const Arch a = cpu_arch(test::two_core_facts());
+  const Mapspace ms = cpu_mapspace(a);
+  const int above_l1 = a.level("L1") + 1;
+  EXPECT_EQ(ms.stationary_at(above_l1), Outputs);
+  EXPECT_EQ(ms.stationary_at(a.level("L1")), -1);
+  const auto reduction_first = [&](const Mapping& m) {
+    const std::string& order = m.levels[static_cast<size_t>(above_l1)].temporal_permutation;
+    return std::is_permutation(order.begin(), order.begin() + 3, std::string("RSC").begin());
+  };
+  Problem p;
+  p.name = "l";
+  p.bounds = {3, 3, 8, 8, 32, 64, 2};
+  const Result r = schedule(p, a, ms);
+  EXPECT_TRUE(reduction_first(r.mapping)) << mapping_yaml(r.mapping);
+  // The MIP priced that order: its objective is mip_objective's, which holds the outputs there.
+  EXPECT_NEAR(mip_objective(r.mapping, p, a, ms, {}), r.objective, 1e-6);
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 100; ++i) {
+    const Mapping m = random_mapping(p, a, ms, rng);
+    EXPECT_TRUE(reduction_first(m)) << mapping_yaml(m);
+  }
+  const SearchResult h = hybrid_search(p, a, ms, {.threads = 1, .seed = 4, .max_samples = 300});
+  ASSERT_TRUE(h.found);
+  EXPECT_TRUE(reduction_first(h.mapping)) << mapping_yaml(h.mapping);
+  Mapping m = blank_mapping(a, ms);
+  m.levels[static_cast<size_t>(above_l1)].temporal_permutation = "PRQKSNC";
+  apply_stationary(m, ms);
+  EXPECT_EQ(m.levels[static_cast<size_t>(above_l1)].temporal_permutation, "RSCPQKN");
+  EXPECT_EQ(m.levels[0].temporal_permutation, blank_mapping(a, ms).levels[0].temporal_permutation);
 }
 
 TEST(CosaCpu, CosaSchedulesALayerOnThisMachine) {

@@ -46,8 +46,10 @@ struct ObjectiveWeights {
   /// one after another: temporal factors above level 1 (L1 in cpu_arch),
   /// each a loop around the micro-kernel's block that makes it run again,
   /// with its accumulators reloaded and its reduction cut short (what
-  /// estimate_kernel prices and the analytical model does not). 0 leaves
-  /// CoSA's objective as published; cpu_objective() turns it on.
+  /// estimate_kernel prices and the analytical model does not) -- except
+  /// R, S and C at level 2 where the mapspace holds the outputs there
+  /// (cpu_mapspace), which run_conv folds into the block. 0 leaves CoSA's
+  /// objective as published; cpu_objective() turns it on.
   double blocks = 0.0;
 };
 

@@ -92,7 +92,9 @@ Mapspace keep_everything(const Arch& a);
 /// SIMD lanes (the fan-out under L1) run along K, which the kernel
 /// vectorises over channels-last copies of the tensors; the cores (fan-out under a shared cache) run
 /// along output dimensions only (K, P, Q, N: threads write disjoint
-/// outputs; a reduction across cores would run in turn).
+/// outputs; a reduction across cores would run in turn); the level above
+/// L1 holds the outputs stationary (its R, S, C loops innermost, which
+/// run_conv folds into the micro-kernel's block).
 Mapspace cpu_mapspace(const Arch& a);
 
 }  // namespace sylva::cosa

@@ -15,7 +15,7 @@
 // to 24 accumulator vectors in registers over the block's whole reduction.
 // It vectorises along K when the mapping puts the lanes on K (what
 // cpu_mapspace asks for) -- over channels-last copies of the weights
-// [C][R][S][K] and inputs [N][W][H][C], with the outputs accumulated as
+// (K-blocked, pack_weights) and inputs [N][W][H][C], with the outputs accumulated as
 // [N][P][Q][K] and transposed back, all inside the call; no copy at all in
 // run_conv_channels_last) -- or along Q in
 // the plain layouts when the lanes are on Q. float64, and builds without
@@ -98,15 +98,20 @@ struct KernelEstimate {
 KernelEstimate estimate_kernel(const Problem& p, const Mapping& m, int threads = 0);
 
 /// float32 weights also in the layout the micro-kernel reads when it
-/// vectorises along K ([C][R][S][K]), made once: run_conv with them skips
-/// that copy on every call (as oneDNN's blocked weights are reordered once
-/// for its convolutions). Keeps a pointer to the plain weights for the
-/// mappings that read them (vectors along Q, no micro-kernel): they must
-/// outlive it and not change.
+/// vectorises along K -- blocks of one vector's worth of output channels,
+/// [K/W][C][R][S][W] with W the SIMD width, zero past K, so each vector's
+/// stream over the reduction is sequential (as oneDNN's blocked OIhw16o)
+/// -- made once: run_conv with them skips that copy on every call (as
+/// oneDNN's blocked weights are reordered once for its convolutions).
+/// Blocks whose K origin is not a multiple of W read a [C][R][S][K] copy,
+/// made at the same time (so the weights are held twice). Keeps a pointer
+/// to the plain weights for the mappings that read them (vectors along Q,
+/// no micro-kernel): they must outlive it and not change.
 struct PackedWeights {
   Problem problem;
   const float* plain = nullptr;
-  std::vector<float> packed;
+  std::vector<float> packed;   // [K/W][C][R][S][W]
+  std::vector<float> k_major;  // [C][R][S][K]
 };
 PackedWeights pack_weights(const Problem& p, const float* weights, int threads = 0);
 /// run_conv on packed weights (sylva::Error if they were packed for other bounds).

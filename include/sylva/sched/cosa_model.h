@@ -58,6 +58,11 @@ struct Evaluation {
 /// the sliding window).
 bool relevant(int tensor, int dim);
 
+/// Reorders the temporal loops of each level with a stationary tensor in
+/// `ms` so that those not indexing it come first (innermost), each group
+/// keeping its order.
+void apply_stationary(Mapping& m, const Mapspace& ms);
+
 /// The mapping's tiles, capacity and fan-out checks, DRAM traffic and
 /// cycles. The keep/bypass choices come from the mapping's bypass entries.
 /// Throws sylva::Error only when the mapping does not fit the problem or

@@ -80,6 +80,16 @@ struct Mapspace {
   bool spatial_allowed(int level, int dim) const {
     return spatial_dims.empty() || spatial_dims[static_cast<size_t>(level)][static_cast<size_t>(dim)];
   }
+  /// Per level (indexed like Arch::levels; empty, the default: none), a
+  /// tensor whose loops that do not index it must be the level's innermost
+  /// (the tensor stays put while they run; -1: any order). What a kernel
+  /// needs of the order: cpu_mapspace holds the outputs at the level above
+  /// L1, so the reduction loops there run inside the micro-kernel's block
+  /// with the accumulators in registers. schedule() fixes its loop-order
+  /// choice at such a level; random_mapping() and the hybrid search draw
+  /// only such orders (apply_stationary).
+  std::vector<int> stationary;
+  int stationary_at(int level) const { return stationary.empty() ? -1 : stationary[static_cast<size_t>(level)]; }
 };
 
 /// Loop factors at one level: a temporal loop nest (permutation: innermost

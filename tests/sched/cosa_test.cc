@@ -58,14 +58,24 @@ TEST(Cosa, CpuObjectiveAndLimits) {
                   "solve limits must be >= 0");
 }
 
-TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
-  test::TempDir dir;
-  const Arch a = read_arch(dir.file("a.yaml", kArch));
+// kArch's three levels, a layer of P, C and K 2 each, and a mapspace
+// keeping Weights at level 0 and Inputs and Outputs at 1.
+struct TinyLayer {
+  Arch a;
   Problem p;
-  p.name = "tiny";
-  p.bounds = {1, 1, 2, 1, 2, 2, 1};
   Mapspace free;
-  free.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+};
+TinyLayer tiny_layer() {
+  test::TempDir dir;
+  TinyLayer t{read_arch(dir.file("a.yaml", kArch)), {}, {}};
+  t.p.name = "tiny";
+  t.p.bounds = {1, 1, 2, 1, 2, 2, 1};
+  t.free.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+  return t;
+}
+
+TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
+  const auto [a, p, free] = tiny_layer();
   // Each tensor held stationary at the top level: the MIP's loop-order choice fixed there.
   std::vector<Mapspace> mapspaces{free};
   for (int t : {Weights, Inputs, Outputs}) {
@@ -118,13 +128,7 @@ TEST(Cosa, TheMipIsOptimalForItsObjectiveOnATinyLayer) {
 // there reruns the kernel's block (3 log 2), except C where the outputs
 // are held at level 2: it runs innermost there and folds into the block.
 TEST(Cosa, TheBlocksTermSparesReductionsFoldedIntoTheBlock) {
-  test::TempDir dir;
-  const Arch a = read_arch(dir.file("a.yaml", kArch));
-  Problem p;
-  p.name = "tiny";
-  p.bounds = {1, 1, 2, 1, 2, 2, 1};
-  Mapspace free;
-  free.keep = {{true, false, false}, {false, true, true}, {true, true, true}};
+  const auto [a, p, free] = tiny_layer();
   Mapspace held = free;
   held.stationary = {-1, -1, Outputs};
   Mapping m = blank_mapping(a, free);

@@ -452,6 +452,33 @@ ObjectiveWeights cpu_objective() {
   return w;
 }
 
+namespace {
+// mip_objective's loop-order choices, per level from lay.lowest_keeper + 1
+// (`first`) up: -1 or a tensor whose keeper is below the level. Whether
+// `choice` holds the mapspace's stationary tensor wherever it names one
+// the MIP has a column for.
+bool honours_stationary(const std::vector<int>& choice, int first, const Layout& lay) {
+  for (size_t k = 0; k < choice.size(); ++k) {
+    const int level = first + static_cast<int>(k), st = lay.ms.stationary_at(level);
+    if (st >= 0 && level > lay.keeper[st] && choice[k] != st) return false;
+  }
+  return true;
+}
+
+// The next choice (an odometer over {none} + the tensors whose keeper is
+// below each level); false after the last.
+bool next_choice(std::vector<int>& choice, int first, const Layout& lay) {
+  for (size_t k = 0; k < choice.size(); ++k) {
+    int& c = choice[k];
+    do ++c;
+    while (c < kTensors && first + static_cast<int>(k) <= lay.keeper[c]);
+    if (c < kTensors) return true;
+    c = -1;
+  }
+  return false;
+}
+}  // namespace
+
 double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Mapspace& ms, const ObjectiveWeights& w,
                      bool* feasible) {
   SYLVA_CHECK(m.levels.size() == a.levels.size(), "[cosa] the mapping has ", m.levels.size(), " levels, the arch ",
@@ -500,13 +527,6 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
   // where it names one); its optimum is the best choice.
   const int first = lay.lowest_keeper + 1, levels = L - first;
   std::vector<int> choice(static_cast<size_t>(levels), -1);
-  const auto allowed = [&] {
-    for (int k = 0; k < levels; ++k) {
-      const int st = ms.stationary_at(first + k);
-      if (st >= 0 && first + k > lay.keeper[st] && choice[static_cast<size_t>(k)] != st) return false;
-    }
-    return true;
-  };
   double best = INFINITY;
   for (;;) {
     std::array<double, kTensors> tr = traffic;
@@ -527,16 +547,8 @@ double mip_objective(const Mapping& m, const Problem& p, const Arch& a, const Ma
         if (lay.bandwidth(t) > 0) y = std::max(y, tr[t] - std::log(lay.bandwidth(t)));
       o += w.latency * y;
     }
-    if (allowed()) best = std::min(best, o);
-    int k = 0;  // next choice: odometer over {none} + the tensors whose keeper is below each level
-    for (; k < levels; ++k) {
-      int& c = choice[static_cast<size_t>(k)];
-      do ++c;
-      while (c < kTensors && first + k <= lay.keeper[c]);
-      if (c < kTensors) break;
-      c = -1;
-    }
-    if (k == levels) break;
+    if (honours_stationary(choice, first, lay)) best = std::min(best, o);
+    if (!next_choice(choice, first, lay)) break;
   }
   return best;
 }

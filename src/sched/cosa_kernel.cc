@@ -126,18 +126,20 @@ struct Conv {
 // point, times one broadcast input; the kernel then works channels-last:
 // weights packed in blocks of W output channels, [K/W][C][R][S][W] (or
 // [C][R][S][K] where the blocks do not start at multiples of W), inputs
-// as [N][W][H][C], outputs accumulated as [N][P][Q][K] and transposed
-// back at the end (all inside run_conv's time). Along Q, a vector is W consecutive outputs of one row
+// broadcast where they are ([N][C][W][H] in run_conv, [N][W][H][C] in
+// run_conv_channels_last), outputs accumulated as [N][P][Q][K] and
+// transposed back at the end (inside run_conv's time). Along Q, a vector is W consecutive outputs of one row
 // and the input row under them (lanes h_stride apart, gathered when > 1),
 // times one broadcast weight per output channel, in the plain layouts.
 struct FastConv {
   bool along_k = false;
-  const float* in = nullptr;  // along K: the packed copies below
+  const float* in = nullptr;
   const float* w = nullptr;
   float* out = nullptr;
   int64_t kblock = 0;  // along K: the weights as [K/kblock][C][R][S][kblock] (0: [C][R][S][K])
+  bool in_nchw = false;  // along K: the inputs read where they are, [N][C][W][H] (else [N][W][H][C])
   std::vector<float> packed_w;
-  std::unique_ptr<float[]> packed_in, staged_out;  // left uninitialised: written whole before they are read
+  std::unique_ptr<float[]> staged_out;  // left uninitialised: written whole before it is read
   std::vector<int64_t> vrel, ov, srel, os;  // vector and scalar items, relative to the block's origin
   std::vector<int> lanes;
   std::vector<detail::RedOffset> outer;  // the block's (R, S) points; C runs inside with the steps below
@@ -225,14 +227,13 @@ void choose_k_weights(FastConv& f, const Problem& p, const Nest& nest, const flo
   f.w = f.packed_w.data();
 }
 
-// Copies the inputs as [N][W][H][C] and sizes the [N][P][Q][K] outputs.
-void stage_channels_last(FastConv& f, const Problem& p, const float* in, int threads) {
-  const auto& B = p.bounds;
-  f.packed_in = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(input_size(p)));
-  transpose(in, f.packed_in.get(), B[N], B[C], f.wi * f.hi, threads);
+// Sizes the [N][P][Q][K] outputs. The inputs stay [N][C][W][H]: the
+// kernel only broadcasts them, and a broadcast reads any address, so a
+// step of C is a step of one plane instead of one float (no copy).
+void stage_outputs(FastConv& f, const Problem& p) {
   f.staged_out = std::make_unique_for_overwrite<float[]>(static_cast<size_t>(output_size(p)));
-  f.in = f.packed_in.get();
   f.out = f.staged_out.get();
+  f.in_nchw = true;
 }
 
 // What fast_conv is handed along K: `nchw`, run_conv's layouts (copied
@@ -256,22 +257,23 @@ FastConv fast_conv(const Problem& p, const Nest& nest, bool along_k, const float
   f.wi = wi;
   f.hi = hi;
   if (along_k && layouts != Layouts::gemm) choose_k_weights(f, p, nest, w, packed, threads);
-  if (along_k && layouts == Layouts::nchw) stage_channels_last(f, p, in, threads);
+  if (along_k && layouts == Layouts::nchw) stage_outputs(f, p);
+  const int64_t cstep = f.in_nchw ? wi * hi : 1, pixel = f.in_nchw ? 1 : B[C];  // along K: the inputs' strides
   const int64_t kpoint = f.kblock > 0 ? f.kblock : B[K];  // along K: the weights' step per reduction point
   for (int64_t r = 0; r < e[R]; ++r)
     for (int64_t s = 0; s < e[S]; ++s)
-      f.outer.push_back(along_k ? detail::RedOffset{(r * B[S] + s) * kpoint, (r * p.w_dilation * hi + s * p.h_dilation) * B[C]}
+      f.outer.push_back(along_k ? detail::RedOffset{(r * B[S] + s) * kpoint, (r * p.w_dilation * hi + s * p.h_dilation) * pixel}
                                 : detail::RedOffset{r * p.w_dilation * hi + s * p.h_dilation, r * B[S] + s});
   f.inner = e[C];
   f.vstep = along_k ? B[R] * B[S] * kpoint : wi * hi;  // one step of C
-  f.sstep = along_k ? 1 : B[R] * B[S];
+  f.sstep = along_k ? cstep : B[R] * B[S];
   if (along_k) {
     // K-blocked, the vector at channel offset i (a multiple of W) starts block i / W: i·C·R·S floats on.
     add_vector_items(f, e[K], 0, 0, f.kblock > 0 ? B[C] * B[R] * B[S] : 1, 1);
     for (int64_t n = 0; n < e[N]; ++n)
       for (int64_t x = 0; x < e[P]; ++x)
         for (int64_t y = 0; y < e[Q]; ++y) {
-          f.srel.push_back(((n * wi + x * p.w_stride) * hi + y * p.h_stride) * B[C]);
+          f.srel.push_back(n * B[C] * wi * hi + (x * p.w_stride * hi + y * p.h_stride) * pixel);
           f.os.push_back(((n * B[P] + x) * B[Q] + y) * B[K]);
         }
   } else {
@@ -305,7 +307,7 @@ void FastConv::tile(const std::array<int64_t, kDims>& b, const std::array<int64_
   // an output tile's first visit is the one at reduction origin 0.
   const bool fresh = b[C] == 0 && b[R] == 0 && b[S] == 0;
   if (along_k) {
-    const int64_t in_origin = ((b[N] * wi + x0) * hi + y0) * B[C] + b[C];
+    const int64_t in_origin = in_nchw ? ((b[N] * B[C] + b[C]) * wi + x0) * hi + y0 : ((b[N] * wi + x0) * hi + y0) * B[C] + b[C];
     const int64_t point = (b[C] * B[R] + b[R]) * B[S] + b[S];
     const int64_t w_origin = kblock > 0 ? b[K] * B[C] * B[R] * B[S] + point * kblock : point * B[K] + b[K];
     call(w + w_origin, in + in_origin, out + ((b[N] * B[P] + b[P]) * B[Q] + b[Q]) * B[K] + b[K], fresh);

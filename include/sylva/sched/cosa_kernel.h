@@ -14,8 +14,8 @@
 // register-tile micro-kernel (src/sched/cosa_microkernel.h) that keeps up
 // to 24 accumulator vectors in registers over the block's whole reduction.
 // It vectorises along K when the mapping puts the lanes on K (what
-// cpu_mapspace asks for) -- over channels-last copies of the weights
-// (K-blocked, pack_weights) and inputs [N][W][H][C], with the outputs accumulated as
+// cpu_mapspace asks for) -- over packed weights (K-blocked, pack_weights),
+// the inputs broadcast where they are, the outputs accumulated as
 // [N][P][Q][K] and transposed back, all inside the call; no copy at all in
 // run_conv_channels_last) -- or along Q in
 // the plain layouts when the lanes are on Q. float64, and builds without

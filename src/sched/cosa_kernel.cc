@@ -401,7 +401,7 @@ KernelEstimate estimate_kernel(const Problem& p, const Mapping& m, int threads) 
     return k;
   }
   k.micro_kernel = true;
-  const int64_t W = detail::kSimdWidth;
+  const int64_t W = std::max(detail::kSimdWidth, 1);  // never 0 here (fast_along_k); a build without SIMD would warn
   const int64_t vectors = along_k ? (e[K] + W - 1) / W : e[N] * e[P] * ((e[Q] + W - 1) / W);
   const int64_t scalars = along_k ? e[N] * e[P] * e[Q] : e[K];
   const double steps = static_cast<double>(e[R] * e[S] * e[C]);

@@ -128,8 +128,8 @@ struct Conv {
 // [C][R][S][K] where the blocks do not start at multiples of W), inputs
 // broadcast where they are ([N][C][W][H] in run_conv, [N][W][H][C] in
 // run_conv_channels_last), outputs accumulated as [N][P][Q][K] and
-// transposed back at the end (inside run_conv's time). Along Q, a vector is W consecutive outputs of one row
-// and the input row under them (lanes h_stride apart, gathered when > 1),
+// transposed back at the end (inside run_conv's time). Along Q, a vector
+// is W consecutive outputs of one row and the input row under them (lanes h_stride apart, gathered when > 1),
 // times one broadcast weight per output channel, in the plain layouts.
 struct FastConv {
   bool along_k = false;
@@ -236,8 +236,8 @@ void stage_outputs(FastConv& f, const Problem& p) {
   f.in_nchw = true;
 }
 
-// What fast_conv is handed along K: `nchw`, run_conv's layouts (copied
-// channels-last); `channels_last`, inputs [N][W][H][C] and outputs
+// What fast_conv is handed along K: `nchw`, run_conv's layouts (inputs
+// read in place, outputs staged as [N][P][Q][K]); `channels_last`, inputs [N][W][H][C] and outputs
 // [N][P][Q][K] used in place; `gemm`, a GEMM's A, C and its B as
 // [C][K] weights, all in place. Along Q the plain layouts are read.
 enum class Layouts { nchw, channels_last, gemm };
@@ -449,8 +449,8 @@ namespace {
 void check_packed(const Problem& p, const PackedWeights& w, const char* what) {
   SYLVA_CHECK(w.problem.bounds == p.bounds && static_cast<int64_t>(w.packed.size()) == k_blocked_size(p) &&
                   static_cast<int64_t>(w.k_major.size()) == weight_size(p),
-              "[cosa] ",
-              what, ": weights packed for '", w.problem.name, "' used for '", p.name, "', whose bounds differ");
+              "[cosa] ", what, ": weights packed for '", w.problem.name, "' used for '", p.name,
+              "', whose bounds differ");
 }
 }  // namespace
 

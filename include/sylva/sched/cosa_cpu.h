@@ -90,7 +90,7 @@ Mapspace keep_everything(const Arch& a);
 /// it: the caches keep every tensor; the Registers keep only Outputs (the
 /// micro-kernel's accumulators; weights and inputs stream from L1); the
 /// SIMD lanes (the fan-out under L1) run along K, which the kernel
-/// vectorises over channels-last copies of the tensors; the cores (fan-out under a shared cache) run
+/// vectorises over K-blocked packed weights and [N][P][Q][K] outputs; the cores (fan-out under a shared cache) run
 /// along output dimensions only (K, P, Q, N: threads write disjoint
 /// outputs; a reduction across cores would run in turn); the level above
 /// L1 holds the outputs stationary (its R, S, C loops innermost, which

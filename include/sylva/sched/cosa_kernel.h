@@ -129,9 +129,8 @@ void run_conv(const Problem& p, const Mapping& m, const Arch& a, const PackedWei
 void run_conv_channels_last(const Problem& p, const Mapping& m, const Arch& a, const PackedWeights& weights,
                             const float* inputs, float* outputs, int threads = 0);
 
-/// Inputs [N][C][W][H] as [N][W][H][C] (`to_channels_last`), or outputs
-/// [N][P][Q][K] as [N][K][P][Q] (the reverse), for run_conv_channels_last's
-/// callers and tests.
+/// Inputs [N][C][W][H] as [N][W][H][C], and outputs [N][P][Q][K] back as
+/// [N][K][P][Q], for run_conv_channels_last's callers and tests.
 void inputs_to_channels_last(const Problem& p, const float* nchw, float* nhwc, int threads = 0);
 void outputs_from_channels_last(const Problem& p, const float* npqk, float* nkpq, int threads = 0);
 

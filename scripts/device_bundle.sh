@@ -26,7 +26,7 @@ data=${SYLVA_DATA:-../shared/data}
 [[ -d $data/sst && -d $data/ptb && -d $data/ios/graphs && -d $data/cosa/workloads/resnet50 ]] ||
   { echo "device_bundle: $data lacks sst/, ptb/, ios/graphs/ or cosa/workloads/resnet50/ (set SYLVA_DATA)" >&2; exit 1; }
 
-tests=(test_ir_op_harness_test test_runtime_invariance_test)
+tests=(test_ir_op_harness_test test_runtime_invariance_test test_train_device_parallel_test)
 for t in tests/cuda/*_test.cc; do tests+=("test_cuda_$(basename "$t" .cc)"); done
 benches=(bench_cuda bench_cudnn_lstm bench_suite bench_ios bench_cosa_gpu)
 if [[ ! -f $BUILD/build.ninja ]]; then

@@ -7,8 +7,9 @@
 #  1. unpack the payload beside this script (once); find CUDA's libraries
 #     (the toolkit under /usr/local/cuda, else the nvidia-* Python wheels'
 #     site-packages/nvidia/*/lib) and say which were used;
-#  2. the GPU tests (tests/cuda, and the op harness and invariance suites
-#     with SYLVA_TEST_DEVICE=cuda), with SYLVA_CUDA_SYNC=1;
+#  2. the GPU tests (tests/cuda, and the op harness, invariance and
+#     device data-parallel suites with SYLVA_TEST_DEVICE=cuda: the last is
+#     NCCL at world size 1 against the plain GPU run), with SYLVA_CUDA_SYNC=1;
 #  3. without a GPU: stop with a clear "no GPU" status (exit 2);
 #  4. bench_cuda (cuBLAS, fused gates); bench_suite on the GPU, whole
 #     training steps (forward, backward, Sylva's SGD on the device, a
@@ -59,9 +60,9 @@ export LD_LIBRARY_PATH=$path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   echo "# CUDA library search path after the bundle's: ${cuda_dirs[*]:-none}"
   echo "# what each binary loads (ldd):"
   for b in "$bin"/*; do ldd "$b" | awk -v b="$(basename "$b")" '{ print b ": " $0 }'; done
-  # cuBLAS and NVRTC are dlopen()ed by the CUDA backend (src/backend/cuda/vendor_libs.cc),
+  # cuBLAS, NVRTC and NCCL are dlopen()ed (src/backend/cuda/vendor_libs.cc),
   # so ldd does not show them: where the same search finds them.
-  for lib in libcublas.so.13 libnvrtc.so.13; do
+  for lib in libcublas.so.13 libnvrtc.so.13 libnccl.so.2; do
     found="not found"
     for d in "${cuda_dirs[@]}"; do [[ -e $d/$lib ]] && { found=$d/$lib; break; }; done
     echo "dlopen: $lib => $found"
@@ -97,7 +98,7 @@ step() {
 for t in "$bin"/test_cuda_*; do
   step 90 tests.txt "$(basename "$t")" env SYLVA_CUDA_SYNC=1 "$t" --gtest_brief=1
 done
-for t in test_ir_op_harness_test test_runtime_invariance_test; do
+for t in test_ir_op_harness_test test_runtime_invariance_test test_train_device_parallel_test; do
   step 90 tests.txt "$t@cuda" env SYLVA_CUDA_SYNC=1 SYLVA_TEST_DEVICE=cuda "$bin/$t" --gtest_brief=1
 done
 # Per test binary: passed, skipped and failed tests ("set-up skip": the suite skipped as a whole, no GPU).

@@ -76,6 +76,12 @@ std::unique_ptr<dist::Communicator> make_communicator(bool distributed) {
   return comm;
 }
 
+std::string device_for_rank(const std::string& device, const dist::Communicator* comm) {
+  if (device != "cuda" || comm == nullptr || comm->size() == 1) return device;
+  const int local = dist::local_rank();
+  return "cuda:" + std::to_string(local >= 0 ? local : comm->rank());
+}
+
 void RankTally::add(const StepResult& r) {
   samples += r.local_samples;
   vertices += r.local_vertices;

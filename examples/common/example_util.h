@@ -23,6 +23,11 @@ std::unique_ptr<Optimizer> make_optimizer(const std::string& name, double lr, co
 /// sent to /dev/null (stderr stays, for errors).
 std::unique_ptr<dist::Communicator> make_communicator(bool distributed);
 
+/// The device a rank trains on: "cuda" in a data-parallel run of more than
+/// one rank becomes "cuda:<local rank>" (dist::local_rank(), else the
+/// rank), one GPU per process; anything else is `device` unchanged.
+std::string device_for_rank(const std::string& device, const dist::Communicator* comm);
+
 /// A rank's share of an epoch's steps (StepResult's local_* and comm_*).
 struct RankTally {
   int64_t samples = 0, vertices = 0, steps = 0, comm_bytes = 0, sparse_bytes = 0, sparse_table_bytes = 0;

@@ -48,17 +48,18 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   add_lstm_lm_params(ps, o.model);
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
-                  {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
+                  {.executor = {.policy = o.policy, .device = Device::parse(device_for_rank(o.device, o.comm)), .seed = o.seed,
                                 .threads = o.threads, .check_numerics = o.check_numerics},
                    .clip_norm = o.clip,
-                   .optimizer_on_device = o.comm == nullptr,  // data-parallel: the host optimiser (no NCCL yet)
+                   .optimizer_on_device = !o.deterministic,  // deterministic data-parallel: the host optimiser
                    .sync_parameters = false,  // synced before each checkpoint
                    .communicator = o.comm, .parallel = {.deterministic = o.deterministic, .overlap = o.overlap}});
   const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
   if (!rank0) log = nullptr;
   if (log && o.comm)
-    std::fprintf(log, "[%s] data-parallel: world size %d over %s%s\n", o.name.c_str(), o.comm->size(),
-                 std::string(o.comm->engine()).c_str(), o.deterministic ? ", deterministic" : "");
+    std::fprintf(log, "[%s] data-parallel: world size %d over %s%s%s\n", o.name.c_str(), o.comm->size(),
+                 std::string(o.comm->engine()).c_str(), o.deterministic ? ", deterministic" : "",
+                 trainer.optimizer_on_device() ? ", gradients summed on the device" : "");
   if (log) {
     const LstmLmConfig& m = o.model;
     std::fprintf(log,

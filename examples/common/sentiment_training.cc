@@ -43,10 +43,10 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   ps["E"].lr_scale = o.emb_lr_scale;
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
-                  {.executor = {.policy = o.policy, .device = Device::parse(o.device), .seed = o.seed,
+                  {.executor = {.policy = o.policy, .device = Device::parse(device_for_rank(o.device, o.comm)), .seed = o.seed,
                                 .threads = o.threads, .check_numerics = o.check_numerics},
                    .clip_norm = o.clip, .weight_decay = o.l2,
-                   .optimizer_on_device = o.comm == nullptr,  // data-parallel: the host optimiser (no NCCL yet)
+                   .optimizer_on_device = !o.deterministic,  // deterministic data-parallel: the host optimiser
                    .sync_parameters = false,  // synced before each checkpoint
                    .communicator = o.comm, .parallel = {.deterministic = o.deterministic, .overlap = o.overlap}});
   const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
@@ -58,8 +58,9 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
                  o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
                  o.threads, o.device.c_str());
   if (log && o.comm)
-    std::fprintf(log, "data-parallel: world size %d over %s%s\n", o.comm->size(), std::string(o.comm->engine()).c_str(),
-                 o.deterministic ? ", deterministic" : "");
+    std::fprintf(log, "data-parallel: world size %d over %s%s%s\n", o.comm->size(), std::string(o.comm->engine()).c_str(),
+                 o.deterministic ? ", deterministic" : "",
+                 trainer.optimizer_on_device() ? ", gradients summed on the device" : "");
 
   std::mt19937_64 rng(o.seed);
   std::vector<size_t> order(tb.train.size());

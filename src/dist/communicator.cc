@@ -202,4 +202,14 @@ bool launched_by_mpi() {
   return false;
 }
 
+int local_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* v = std::getenv(var)) {
+      char* end = nullptr;
+      const long r = std::strtol(v, &end, 10);
+      if (*v != '\0' && *end == '\0' && r >= 0 && r <= std::numeric_limits<int>::max()) return static_cast<int>(r);
+    }
+  return -1;
+}
+
 }  // namespace sylva::dist

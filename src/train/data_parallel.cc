@@ -29,9 +29,60 @@
 #include "sylva/core/hash.h"
 #include "sylva/dist/shard.h"
 #include "sylva/train/trainer.h"
+#include "data_parallel.h"
 
 namespace sylva {
+namespace detail {
+
+void merge_rows(std::vector<int32_t>& into, std::span<const int32_t> rows) {
+  std::vector<int32_t> out;
+  out.reserve(into.size() + rows.size());
+  std::set_union(into.begin(), into.end(), rows.begin(), rows.end(), std::back_inserter(out));
+  into = std::move(out);
+}
+
+void check_replicas(dist::Communicator& comm, const std::vector<Parameter*>& all, int64_t step) {
+  std::vector<uint64_t> hashes;
+  for (const Parameter* p : all)
+    hashes.push_back(fnv1a(std::string_view(static_cast<const char*>(p->value.raw()), p->value.nbytes())));
+  const std::vector<std::byte> every =
+      comm.allgatherv(std::as_bytes(std::span(hashes)), "parameter fingerprints");
+  SYLVA_ASSERT(every.size() == hashes.size() * sizeof(uint64_t) * static_cast<size_t>(comm.size()),
+               "[trainer] parameter fingerprints of different lengths");
+  std::vector<uint64_t> h(every.size() / sizeof(uint64_t));
+  std::memcpy(h.data(), every.data(), every.size());
+  for (int r = 1; r < comm.size(); ++r)
+    for (size_t k = 0; k < all.size(); ++k)
+      SYLVA_CHECK(h[static_cast<size_t>(r) * all.size() + k] == h[k],
+                  "[trainer] after step ", step, " rank ", r, "'s parameter '", all[k]->name,
+                  "' differs from rank 0's: the replicas diverged (every rank must build the same model from the "
+                  "same seed and be given the same batches)");
+}
+
+UnitPlan plan_units(const GraphBatch& batch, const DataParallelOptions& po, int world, int rank) {
+  std::vector<int64_t> work(static_cast<size_t>(batch.num_samples()));
+  for (int32_t i = 0; i < batch.num_samples(); ++i) work[static_cast<size_t>(i)] = batch.sample(i).num_vertices();
+  UnitPlan plan;
+  if (po.deterministic) {
+    dist::Shards parts = dist::shard_by_work(work, po.groups);
+    const dist::Shards by_rank = dist::shard_by_work(parts.work, world);
+    plan.units = std::move(parts.samples);
+    plan.mine = by_rank.samples[static_cast<size_t>(rank)];
+    plan.imbalance = by_rank.imbalance();
+  } else {
+    const dist::Shards by_rank = dist::shard_by_work(work, world);
+    plan.units = {by_rank.samples[static_cast<size_t>(rank)]};
+    plan.mine = {0};
+    plan.imbalance = by_rank.imbalance();
+  }
+  return plan;
+}
+
+}  // namespace detail
+
 namespace {
+
+using detail::merge_rows;
 
 // Blobs of plain values, written and read in the same order.
 class BlobWriter {
@@ -136,14 +187,6 @@ void add_gradient(Parameter& p, const GradientEntry& e) {
   for (size_t k = 0; k < e.rows.size(); ++k)
     add_values<T>(p, static_cast<int64_t>(e.rows[k]) * cols, e.values + k * static_cast<size_t>(cols) * sizeof(T),
                   cols);
-}
-
-// The union of sorted row lists.
-void merge_rows(std::vector<int32_t>& into, std::span<const int32_t> rows) {
-  std::vector<int32_t> out;
-  out.reserve(into.size() + rows.size());
-  std::set_union(into.begin(), into.end(), rows.begin(), rows.end(), std::back_inserter(out));
-  into = std::move(out);
 }
 
 const std::vector<int32_t>* rows_of(const RowSparsity& sparse, const Parameter& p) {
@@ -363,53 +406,6 @@ double exchange_rows(dist::Communicator& comm, double local_loss, bool ran, cons
   return loss;
 }
 
-// Every rank's hash of every parameter's value, compared with rank 0's.
-void check_replicas(dist::Communicator& comm, const std::vector<Parameter*>& all, int64_t step) {
-  std::vector<uint64_t> hashes;
-  for (const Parameter* p : all)
-    hashes.push_back(fnv1a(std::string_view(static_cast<const char*>(p->value.raw()), p->value.nbytes())));
-  const std::vector<std::byte> every =
-      comm.allgatherv(std::as_bytes(std::span(hashes)), "parameter fingerprints");
-  SYLVA_ASSERT(every.size() == hashes.size() * sizeof(uint64_t) * static_cast<size_t>(comm.size()),
-               "[trainer] parameter fingerprints of different lengths");
-  std::vector<uint64_t> h(every.size() / sizeof(uint64_t));
-  std::memcpy(h.data(), every.data(), every.size());
-  for (int r = 1; r < comm.size(); ++r)
-    for (size_t k = 0; k < all.size(); ++k)
-      SYLVA_CHECK(h[static_cast<size_t>(r) * all.size() + k] == h[k],
-                  "[trainer] after step ", step, " rank ", r, "'s parameter '", all[k]->name,
-                  "' differs from rank 0's: the replicas diverged (every rank must build the same model from the "
-                  "same seed and be given the same batches)");
-}
-
-// What this rank runs in a step: its share (default mode: one unit), or its
-// parts (deterministic mode: parts split independently of the world size,
-// then parts over ranks), both by work.
-struct UnitPlan {
-  std::vector<std::vector<int>> units;  // sample indices per unit
-  std::vector<int> mine;                // this rank's units, ascending
-  double imbalance = 1.0;               // the ranks' largest work over the mean
-};
-
-UnitPlan plan_units(const GraphBatch& batch, const DataParallelOptions& po, int world, int rank) {
-  std::vector<int64_t> work(static_cast<size_t>(batch.num_samples()));
-  for (int32_t i = 0; i < batch.num_samples(); ++i) work[static_cast<size_t>(i)] = batch.sample(i).num_vertices();
-  UnitPlan plan;
-  if (po.deterministic) {
-    dist::Shards parts = dist::shard_by_work(work, po.groups);
-    const dist::Shards by_rank = dist::shard_by_work(parts.work, world);
-    plan.units = std::move(parts.samples);
-    plan.mine = by_rank.samples[static_cast<size_t>(rank)];
-    plan.imbalance = by_rank.imbalance();
-  } else {
-    const dist::Shards by_rank = dist::shard_by_work(work, world);
-    plan.units = {by_rank.samples[static_cast<size_t>(rank)]};
-    plan.mine = {0};
-    plan.imbalance = by_rank.imbalance();
-  }
-  return plan;
-}
-
 // Deterministic mode: part `u`'s gradient as one blob entry
 // (i32 part, u64 bytes that follow, f64 loss, one gradient entry per parameter).
 void put_part(BlobWriter& w, int u, double loss, const std::vector<Parameter*>& all, const RowSparsity& sparse,
@@ -439,7 +435,7 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   const DataParallelOptions& po = options_.parallel;
   const int world = comm->size();
   const int32_t n = batch.num_samples();
-  const UnitPlan plan = plan_units(batch, po, world, comm->rank());
+  const detail::UnitPlan plan = detail::plan_units(batch, po, world, comm->rank());
 
   params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
   sparse_valid_ = false;
@@ -502,7 +498,7 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
     for (const Parameter* p : all)
       if (p->decay) sparse_.erase(p->name);
   host_update(r);
-  if (po.fingerprint_every > 0 && world > 1 && steps_ % po.fingerprint_every == 0) check_replicas(*comm, all, steps_);
+  if (po.fingerprint_every > 0 && world > 1 && steps_ % po.fingerprint_every == 0) detail::check_replicas(*comm, all, steps_);
   r.comm_seconds = comm->seconds() - seconds_before;
   r.comm_bytes = comm->bytes_sent() - bytes_before;
   return r;

@@ -55,9 +55,6 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
   ParamStore& store = executor_.param_store();
   on_device_ = options_.optimizer_on_device && !store.on_host() && executor_.backend().has_optimiser_kernels();
   const dist::Communicator* comm = options_.communicator;
-  SYLVA_CHECK(!on_device_ || comm == nullptr || comm->size() == 1,
-              "[trainer] data-parallel training with the optimiser on the device needs the NCCL engine, which is "
-              "not built yet; set TrainerOptions::optimizer_on_device = false (the optimiser then runs on the host)");
   const DataParallelOptions& po = options_.parallel;
   SYLVA_CHECK(po.groups >= 1 && po.bucket_bytes >= 1 && po.fingerprint_every >= 0,
               "[trainer] DataParallelOptions: groups (", po.groups, ") and bucket_bytes (", po.bucket_bytes,
@@ -97,12 +94,11 @@ void Trainer::stage_loss() {
 // update in device kernels. One download (the step's one wait for the
 // device) brings the sums of squares and the loss stage_loss() put beside
 // them; a non-finite loss stops the step before any parameter moves.
-void Trainer::device_update(StepResult& r) {
+void Trainer::device_update(StepResult& r, DType loss_dtype) {
   ParamStore& store = executor_.param_store();
   Backend& device = executor_.backend();
   const double l2 = options_.weight_decay;
   auto* sums = static_cast<double*>(sums_.data());
-  const DType loss_dtype = executor_.device_value(loss_).dtype;
   queue_gradient_sums(store, sparse_, l2, sums);
   host_sums_.resize(params_.all().size() + 1);
   device.download(host_sums_.data(), sums, host_sums_.size() * sizeof(double));
@@ -126,6 +122,7 @@ void Trainer::device_update(StepResult& r) {
 
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
+  if (on_device_ && options_.communicator) return device_parallel_step(batch);  // any world size: NCCL's too
   if (options_.parallel.deterministic || (options_.communicator && options_.communicator->size() > 1))
     return parallel_step(batch);
   // After a completed step only the rows the last backward touched can be
@@ -157,7 +154,7 @@ StepResult Trainer::step(const GraphBatch& batch) {
   r.local_samples = r.samples;
   r.local_vertices = r.vertices;
   if (on_device_) {
-    device_update(r);
+    device_update(r, executor_.device_value(loss_).dtype);
     sparse_valid_ = true;
     ++steps_;
   } else {

@@ -1,6 +1,7 @@
-// cuBLAS and NVRTC are opened on first use, not linked: a process that links
-// Sylva but never creates the CUDA backend does not pay their start-up
-// memory. Neither needs a GPU to load, so this runs wherever CUDA is built.
+// cuBLAS, NVRTC and NCCL are opened on first use, not linked: a process that
+// links Sylva but never creates the CUDA backend (or the NCCL engine) does
+// not pay their start-up memory. None needs a GPU to load, so this runs
+// wherever CUDA is built.
 #include "../../src/backend/cuda/vendor_libs.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,16 @@ TEST(VendorLibs, CublasAndNvrtcAreLoadedOnFirstUseOnly) {
   EXPECT_STREQ(nvrtc_api().error_string(NVRTC_SUCCESS), "NVRTC_SUCCESS");
   EXPECT_TRUE(mapped("libnvrtc.so"));
   EXPECT_EQ(&cublas_api(), &cublas_api());  // loaded once
+}
+
+TEST(VendorLibs, NcclIsLoadedOnFirstUseOnly) {
+  ASSERT_FALSE(mapped("libnccl.so")) << "NCCL is linked into the test: the lazy load is not tested";
+  int version = 0;
+  ASSERT_EQ(nccl_api().version(&version), ncclSuccess);
+  EXPECT_EQ(version / 10000, NCCL_MAJOR) << "NCCL version code " << version;
+  EXPECT_GE(version, NCCL_VERSION(2, 19, 0)) << "the engine needs ncclCommInitRankConfig's non-blocking mode";
+  EXPECT_NE(std::string(nccl_api().error_string(ncclSuccess)), nccl_api().error_string(ncclInvalidUsage));
+  EXPECT_TRUE(mapped("libnccl.so"));
 }
 
 }  // namespace

@@ -91,5 +91,22 @@ TEST(MpiEngine, LaunchIsDetectedFromTheEnvironment) {
   }
 }
 
+TEST(MpiEngine, TheLocalRankComesFromTheLauncher) {
+  const char* vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"};
+  for (const char* var : vars) ::unsetenv(var);
+  EXPECT_EQ(local_rank(), -1);
+  for (const char* var : vars) {
+    ::setenv(var, "3", 1);
+    EXPECT_EQ(local_rank(), 3) << var;
+    ::setenv(var, "3x", 1);  // not a number: as if unset
+    EXPECT_EQ(local_rank(), -1) << var;
+    ::unsetenv(var);
+  }
+  ::setenv("SLURM_LOCALID", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);  // Open MPI's first
+  EXPECT_EQ(local_rank(), 0);
+  for (const char* var : vars) ::unsetenv(var);
+}
+
 }  // namespace
 }  // namespace sylva::dist

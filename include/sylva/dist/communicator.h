@@ -156,6 +156,11 @@ bool mpi_available();
 /// Whether this process was started by mpirun/mpiexec (Open MPI's or a
 /// PMI launcher's environment variables), so a program can pick its engine.
 bool launched_by_mpi();
+/// This process's rank among the job's processes on this machine, from
+/// the launcher's environment (Open MPI's OMPI_COMM_WORLD_LOCAL_RANK,
+/// MPICH's MPI_LOCALRANKID, Slurm's SLURM_LOCALID); -1 when none says.
+/// Picks each rank's GPU: one per process.
+int local_rank();
 /// All processes of the MPI job (a duplicate of MPI_COMM_WORLD). Initialises
 /// MPI (MPI_THREAD_FUNNELED: Sylva's worker threads never call MPI) on the
 /// first call and finalises it when the last such communicator is

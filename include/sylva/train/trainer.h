@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sylva/dist/communicator.h"
+#include "sylva/dist/device_communicator.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
 #include "sylva/train/optimizer.h"
@@ -45,6 +46,14 @@ struct DataParallelOptions {
   /// Every this many steps, every rank's parameters are hashed and compared,
   /// so replicas that drifted apart are named (0: never).
   int fingerprint_every = 100;
+  /// With the optimiser on the device (TrainerOptions::optimizer_on_device,
+  /// default mode), how the gradients are summed where they live.
+  enum class DeviceSums : uint8_t {
+    automatic,  ///< NCCL on a CUDA device, else through the host
+    nccl,       ///< dist::nccl_communicator over the communicator
+    host,       ///< dist::host_staged_communicator: downloaded, summed, uploaded
+  };
+  DeviceSums device_sums = DeviceSums::automatic;
 };
 
 /// What a Trainer does: how its executor runs (`executor`, passed to the
@@ -79,8 +88,9 @@ struct TrainerOptions {
   /// share (dist::shard_by_work), the gradients are combined, and every
   /// rank applies the same update. The loss is normalised by the global
   /// batch's sample count, so results do not depend on where samples ran.
-  /// null: this process alone. Host optimiser only (not yet with
-  /// optimizer_on_device on CUDA: that needs the NCCL engine).
+  /// null: this process alone. With the optimiser on the device the
+  /// gradients are summed there (DataParallelOptions::device_sums: NCCL on
+  /// CUDA); deterministic mode runs the optimiser on the host.
   dist::Communicator* communicator = nullptr;
   DataParallelOptions parallel = {};
 };
@@ -196,10 +206,15 @@ class Trainer {
   std::vector<double> host_sums_;
 
   void stage_loss();                  // step() after forward, on the device: the loss beside the sums
-  void device_update(StepResult& r);  // step() after backward, on the device: sets r.loss and r.grad_norm
+  // step() after backward, on the device: sets r.loss (staged in `loss_dtype`) and r.grad_norm
+  void device_update(StepResult& r, DType loss_dtype);
   void host_update(StepResult& r);  // step() after the gradients are final, on the host
   StepResult parallel_step(const GraphBatch& batch);  // TrainerOptions::communicator (data_parallel.cc)
   std::unique_ptr<dist::Communicator> self_;           // deterministic mode without a communicator
+  // The same with the optimiser on the device (device_parallel.cc): gradients summed by device_sums_.
+  StepResult device_parallel_step(const GraphBatch& batch);
+  std::unique_ptr<dist::DeviceCommunicator> device_sums_;  // made at the first such step
+  std::vector<Buffer> sparse_rows_;                         // per row-sparse parameter: its rows, packed
 };
 
 }  // namespace sylva

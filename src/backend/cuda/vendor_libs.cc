@@ -15,11 +15,11 @@ namespace {
 // from it may outlive any owner we could give it).
 class Library {
  public:
-  explicit Library(std::string name) : name_(std::move(name)) {
+  // `user`: who needs it, for the error ("the CUDA backend").
+  Library(std::string name, const char* user) : name_(std::move(name)) {
     handle_ = dlopen(name_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    SYLVA_CHECK(handle_ != nullptr, "[cuda] cannot load ", name_, " (", dlerror(),
-                "); the CUDA backend needs it: install the CUDA toolkit's library or put its directory on "
-                "LD_LIBRARY_PATH");
+    SYLVA_CHECK(handle_ != nullptr, "[cuda] cannot load ", name_, " (", dlerror(), "); ", user,
+                " needs it: install the CUDA toolkit's library or put its directory on LD_LIBRARY_PATH");
   }
   template <class Fn>
   void resolve(Fn& fn, const char* symbol) const {
@@ -36,7 +36,7 @@ class Library {
 };
 
 CublasApi load_cublas() {
-  const Library lib("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR));
+  const Library lib("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR), "the CUDA backend");
   CublasApi api{};
   lib.resolve(api.create, "cublasCreate_v2");
   lib.resolve(api.destroy, "cublasDestroy_v2");
@@ -48,7 +48,7 @@ CublasApi load_cublas() {
 }
 
 NvrtcApi load_nvrtc() {
-  const Library lib("libnvrtc.so." + std::to_string(CUDART_VERSION / 1000));
+  const Library lib("libnvrtc.so." + std::to_string(CUDART_VERSION / 1000), "the CUDA backend");
   NvrtcApi api{};
   lib.resolve(api.create_program, "nvrtcCreateProgram");
   lib.resolve(api.compile_program, "nvrtcCompileProgram");
@@ -62,6 +62,24 @@ NvrtcApi load_nvrtc() {
   return api;
 }
 
+NcclApi load_nccl() {
+  const Library lib("libnccl.so." + std::to_string(NCCL_MAJOR), "the NCCL engine (dist::nccl_communicator)");
+  NcclApi api{};
+  lib.resolve(api.version, "ncclGetVersion");
+  lib.resolve(api.get_unique_id, "ncclGetUniqueId");
+  lib.resolve(api.init_rank_config, "ncclCommInitRankConfig");
+  lib.resolve(api.async_error, "ncclCommGetAsyncError");
+  lib.resolve(api.finalize, "ncclCommFinalize");
+  lib.resolve(api.destroy, "ncclCommDestroy");
+  lib.resolve(api.abort, "ncclCommAbort");
+  lib.resolve(api.group_start, "ncclGroupStart");
+  lib.resolve(api.group_end, "ncclGroupEnd");
+  lib.resolve(api.all_reduce, "ncclAllReduce");
+  lib.resolve(api.error_string, "ncclGetErrorString");
+  lib.resolve(api.last_error, "ncclGetLastError");
+  return api;
+}
+
 }  // namespace
 
 const CublasApi& cublas_api() {
@@ -71,6 +89,11 @@ const CublasApi& cublas_api() {
 
 const NvrtcApi& nvrtc_api() {
   static const NvrtcApi api = load_nvrtc();
+  return api;
+}
+
+const NcclApi& nccl_api() {
+  static const NcclApi api = load_nccl();
   return api;
 }
 

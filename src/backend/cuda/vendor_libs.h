@@ -1,4 +1,4 @@
-// Internal: cuBLAS and NVRTC, opened the first time the CUDA backend needs
+// Internal: cuBLAS, NVRTC and NCCL, opened the first time the CUDA backend needs
 // them rather than linked. A linked library is loaded, relocated and
 // initialised in every process that links Sylva, whether it uses the GPU or
 // not: cuBLAS (with cuBLASLt) costs about 150 MB of resident memory and
@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cublas_v2.h>
+#include <nccl.h>
 #include <nvrtc.h>
 
 namespace sylva::cuda {
@@ -36,6 +37,22 @@ struct NvrtcApi {
   decltype(&::nvrtcVersion) version;
 };
 
+/// The NCCL entry points dist's NCCL engine calls (src/dist/nccl_communicator.cc).
+struct NcclApi {
+  decltype(&::ncclGetVersion) version;
+  decltype(&::ncclGetUniqueId) get_unique_id;
+  decltype(&::ncclCommInitRankConfig) init_rank_config;
+  decltype(&::ncclCommGetAsyncError) async_error;
+  decltype(&::ncclCommFinalize) finalize;
+  decltype(&::ncclCommDestroy) destroy;
+  decltype(&::ncclCommAbort) abort;
+  decltype(&::ncclGroupStart) group_start;
+  decltype(&::ncclGroupEnd) group_end;
+  decltype(&::ncclAllReduce) all_reduce;
+  decltype(&::ncclGetErrorString) error_string;
+  decltype(&::ncclGetLastError) last_error;
+};
+
 /// Opens libcublas.so.<CUBLAS_VER_MAJOR> on the first call (thread-safe)
 /// and resolves every entry point; sylva::Error naming the library (or the
 /// missing symbol) and dlerror()'s reason when that fails. The library stays
@@ -43,5 +60,8 @@ struct NvrtcApi {
 const CublasApi& cublas_api();
 /// The same for libnvrtc.so.<CUDA runtime major version>.
 const NvrtcApi& nvrtc_api();
+/// The same for libnccl.so.<NCCL_MAJOR> (the toolkit's, or the nvidia-nccl
+/// Python wheel's when its lib directory is on LD_LIBRARY_PATH).
+const NcclApi& nccl_api();
 
 }  // namespace sylva::cuda

@@ -13,7 +13,9 @@
 #include "mpi_main.h"
 #include "sylva/core/error.h"
 #include "sylva/core/hash.h"
+#include "support/test_device.h"
 #include "support/test_util.h"
+#include "sylva/dist/device_communicator.h"
 
 namespace sylva::dist {
 namespace {
@@ -233,6 +235,46 @@ TEST(MpiCollectives, AMismatchedKindOrNameIsNamed) {
     EXPECT_CONTAINS(e, "mismatched collective #0");
     EXPECT_CONTAINS(e, "'bucket 1: W,U");
   }
+}
+
+// The device engines' call check (the host-staged engine on the simulated
+// device; NCCL's is the same function): a rank summing other buffers is
+// named on every rank, before any bytes move.
+TEST(DeviceCollectives, SumsOnTheDeviceAndNamesAMismatchedCall) {
+  Backend& sim = test::sim_device();
+  const std::unique_ptr<DeviceCommunicator> c = host_staged_communicator(world(), sim);
+  const int n = 1000;
+  std::vector<float> f(n);
+  std::vector<double> d(7);
+  for (int i = 0; i < n; ++i) f[static_cast<size_t>(i)] = input<float>(world().rank(), i);
+  for (int i = 0; i < 7; ++i) d[static_cast<size_t>(i)] = input<double>(world().rank(), i);
+  Buffer bf(sim.memory()), bd(sim.memory());
+  bf.reserve(f.size() * sizeof(float));
+  bd.reserve(d.size() * sizeof(double));
+  sim.upload(bf.data(), f.data(), f.size() * sizeof(float));
+  sim.upload(bd.data(), d.data(), d.size() * sizeof(double));
+  const MatView views[3] = {{bf.data(), 10, 100, DType::f32}, {bd.data(), 0, 7, DType::f64}, {bd.data(), 7, 1, DType::f64}};
+  c->allreduce_sum(views, "mixed");
+  sim.download(f.data(), bf.data(), f.size() * sizeof(float));
+  sim.download(d.data(), bd.data(), d.size() * sizeof(double));
+  for (int i = 0; i < n; ++i) {
+    float want = 0;
+    for (int r = 0; r < world().size(); ++r) want += input<float>(r, i);
+    ASSERT_EQ(f[static_cast<size_t>(i)], want) << i;
+  }
+  for (int i = 0; i < 7; ++i) {
+    double want = 0;
+    for (int r = 0; r < world().size(); ++r) want += input<double>(r, i);
+    ASSERT_EQ(d[static_cast<size_t>(i)], want) << i;
+  }
+  // Rank 1 sums one more row: every rank names it, and the host communicator is still whole.
+  const MatView other{bf.data(), world().rank() == 1 ? 10 : 9, 100, DType::f32};
+  const std::string e = error_of([&] { c->allreduce_sum({&other, 1}, "grads"); });
+  EXPECT_CONTAINS(e, "device allreduce_sum mismatch: rank ");
+  EXPECT_CONTAINS(e, "\"grads: float32[1000]\"");
+  EXPECT_CONTAINS(e, "\"grads: float32[900]\"");
+  EXPECT_TRUE(c->broken());
+  EXPECT_FALSE(world().broken());
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 #include "models.h"
 #include "mpi_main.h"
+#include "support/test_device.h"
 #include "support/test_util.h"
 
 namespace sylva::mpi_test {
@@ -30,12 +31,16 @@ struct TrainingRun {
   std::vector<StepResult> steps;
 };
 
-TrainingRun train(const std::string& model, dist::Communicator* comm, DataParallelOptions parallel) {
+// `device`: a backend to train on (the optimiser then runs there).
+TrainingRun train(const std::string& model, dist::Communicator* comm, DataParallelOptions parallel,
+                  Backend* device = nullptr) {
   ModelCase m = make_model(model, 11);
   TrainerOptions o = trainer_options(model);
   o.communicator = comm;
   o.parallel = parallel;
+  o.executor.backend = device;
   Trainer trainer(m.program, *m.ps, m.loss, make_optimizer(model), o);
+  EXPECT_EQ(trainer.optimizer_on_device(), device != nullptr);
   TrainingRun run;
   size_t next = 0;
   for (int size : kBatchSizes) {
@@ -71,6 +76,28 @@ TEST_P(DataParallel, DefaultModeMatchesOneProcessToRounding) {
       EXPECT_LT(r.local_samples, r.samples) << "step " << s;
     }
     EXPECT_GE(r.imbalance, 1.0);
+    EXPECT_GT(r.comm_bytes, 0);
+  }
+}
+
+// With the optimiser on a device (Sylva's simulated one: memory the host
+// cannot touch), the gradients, the packed embedding rows and the loss are
+// summed where they live (the host-staged engine here; NCCL on a GPU),
+// and every rank runs the device update: the one-process device run, to rounding.
+TEST_P(DataParallel, OnTheDeviceMatchesOneProcessToRounding) {
+  Backend* sim = &test::sim_device();
+  const TrainingRun alone = train(GetParam(), nullptr, {}, sim);
+  const TrainingRun ranks = train(GetParam(), &world(), {.device_sums = DataParallelOptions::DeviceSums::host}, sim);
+  for (size_t s = 0; s < alone.losses.size(); ++s)
+    EXPECT_NEAR(ranks.losses[s], alone.losses[s], 1e-9 * std::abs(alone.losses[s])) << "step " << s;
+  ASSERT_EQ(ranks.params.size(), alone.params.size());
+  for (size_t k = 0; k < alone.params.size(); ++k)
+    EXPECT_LE(test::relative_error(ranks.params[k], alone.params[k]), 1e-6) << "parameter " << k;
+  for (size_t s = 0; s < ranks.steps.size(); ++s) {
+    const StepResult& r = ranks.steps[s];
+    int64_t samples = r.local_samples;
+    world().allreduce_sum(std::span<int64_t>(&samples, 1), "device shares");
+    EXPECT_EQ(samples, r.samples) << "step " << s;
     EXPECT_GT(r.comm_bytes, 0);
   }
 }

@@ -47,7 +47,7 @@ std::vector<std::vector<int32_t>> union_of_rows(dist::Communicator& comm, const 
   std::vector<int64_t> counts;
   const std::vector<std::byte> blobs = comm.allgatherv(std::as_bytes(std::span(mine)), "embedding row ids", &counts);
   std::vector<int32_t> every(blobs.size() / sizeof(int32_t));
-  std::memcpy(every.data(), blobs.data(), every.size() * sizeof(int32_t));
+  if (!every.empty()) std::memcpy(every.data(), blobs.data(), every.size() * sizeof(int32_t));
   std::vector<std::vector<int32_t>> rows(sparse_ks.size());
   size_t at = 0;
   for (int64_t bytes : counts) {

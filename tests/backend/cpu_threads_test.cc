@@ -32,7 +32,7 @@ struct Threads {
 
 TEST(CpuThreads, MatMulOnTwoThreadsMatchesThePlainProduct) {
   const Threads two(2);
-  for (const int64_t n : {23, 200, 1000})  // below, above and well above the column split's 2 x 64
+  for (const int64_t n : {23, 300, 1000})  // below, above (unevenly: 160 + 140) and well above the column split's 2 x 128
     for (int layout = 0; layout < 8; ++layout) {
       const bool ta = layout & 1, tb = layout & 2, acc = layout & 4;
       const int64_t m = 37, k = 150;

@@ -40,7 +40,7 @@ void sgemm(const MatView& x, const MatView& y, const MatView& out, bool ta, bool
     SYLVA_CHECK(st == dnnl_success, "[cpu] oneDNN sgemm failed (status ", static_cast<int>(st), ") for [",
                 out.rows, ", ", inner, "] x [", inner, ", ", n1 - n0, "]");
   };
-  constexpr int64_t kColumnsPerThread = 64;  // below this a split costs more than it gains
+  constexpr int64_t kColumnsPerThread = 128;  // below this oneDNN's threads were as fast or faster
   if (threads > 1 && tb && out.cols >= threads * kColumnsPerThread && !omp_in_parallel()) {
     const int64_t per = ((out.cols + threads - 1) / threads + 15) & ~int64_t{15};  // whole 16-float vectors
     std::exception_ptr failed;

@@ -39,6 +39,22 @@ void check_same_call(Communicator& host, std::span<const MatView> buffers, std::
   }
 }
 
+void DeviceCommunicator::allreduce_sum(std::span<const MatView> buffers, std::string_view what) {
+  const std::string_view tag = engine() == "nccl" ? "nccl" : "dist";
+  SYLVA_CHECK(!broken_, "[", tag, "] device allreduce_sum of '", what, "' after an earlier collective failed");
+  check_buffers(buffers, tag);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    run_allreduce(buffers, what);
+  } catch (...) {
+    broken_ = true;
+    failed();
+    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    throw;
+  }
+  seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 namespace {
 
 class HostStaged final : public DeviceCommunicator {
@@ -48,20 +64,10 @@ class HostStaged final : public DeviceCommunicator {
   int size() const override { return host_.size(); }
   std::string_view engine() const override { return "host"; }
 
-  void allreduce_sum(std::span<const MatView> buffers, std::string_view what) override {
-    SYLVA_CHECK(!broken_, "[dist] device allreduce_sum of '", what, "' after an earlier collective failed");
-    check_buffers(buffers, "dist");
-    const auto start = std::chrono::steady_clock::now();
-    try {
-      check_same_call(host_, buffers, what);
-      sum<float>(buffers, DType::f32, what);
-      sum<double>(buffers, DType::f64, what);
-    } catch (...) {
-      broken_ = true;
-      seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      throw;
-    }
-    seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  void run_allreduce(std::span<const MatView> buffers, std::string_view what) override {
+    check_same_call(host_, buffers, what);
+    sum<float>(buffers, DType::f32, what);
+    sum<double>(buffers, DType::f64, what);
   }
 
  private:

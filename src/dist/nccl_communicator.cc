@@ -86,23 +86,16 @@ class Nccl final : public DeviceCommunicator {
   int size() const override { return host_.size(); }
   std::string_view engine() const override { return "nccl"; }
 
-  void allreduce_sum(std::span<const MatView> buffers, std::string_view what) override {
-    SYLVA_CHECK(!broken_, "[nccl] allreduce_sum of '", what, "' after an earlier collective failed");
-    check_buffers(buffers, "nccl");
-    const Clock::time_point start = Clock::now();
-    try {
-      if (host_.options().check_calls) check_same_call(host_, buffers, what);
-      run(buffers, what, Clock::now() + deadline_span());
-    } catch (...) {
-      broken_ = true;
-      if (comm_ != nullptr) cuda::nccl_api().abort(comm_), comm_ = nullptr;
-      seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-      throw;
-    }
-    seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+ private:
+  void run_allreduce(std::span<const MatView> buffers, std::string_view what) override {
+    if (host_.options().check_calls) check_same_call(host_, buffers, what);
+    run(buffers, what, Clock::now() + deadline_span());
+  }
+  void failed() override {
+    if (comm_ != nullptr) cuda::nccl_api().abort(comm_);
+    comm_ = nullptr;
   }
 
- private:
   Clock::duration deadline_span() const {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(host_.options().deadline_s));
   }

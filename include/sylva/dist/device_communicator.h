@@ -52,7 +52,7 @@ class DeviceCommunicator {
   /// in place, as one collective named `what`. Ordered after the work
   /// queued on the backend's current lane before the call; returns once
   /// the sums are there.
-  virtual void allreduce_sum(std::span<const MatView> buffers, std::string_view what) = 0;
+  void allreduce_sum(std::span<const MatView> buffers, std::string_view what);
 
   /// Seconds spent in collectives (waiting for the others included) and
   /// the bytes this rank contributed, since construction.
@@ -61,8 +61,15 @@ class DeviceCommunicator {
   bool broken() const { return broken_; }
 
  protected:
-  double seconds_ = 0.0;
+  /// The engine's half of allreduce_sum (the buffers checked): the call
+  /// check and the sums; a throw breaks the communicator.
+  virtual void run_allreduce(std::span<const MatView> buffers, std::string_view what) = 0;
+  /// After run_allreduce threw (NCCL: abort the communicator).
+  virtual void failed() {}
   int64_t bytes_ = 0;
+
+ private:
+  double seconds_ = 0.0;
   bool broken_ = false;
 };
 

@@ -82,15 +82,28 @@ void Optimizer::reset() {
 }
 
 std::vector<std::pair<std::string, Tensor*>> Optimizer::checkpoint_tensors(ParameterSet& params) {
-  SYLVA_CHECK(where_ != Where::device, "[", name(), "] the optimiser's state is on ", device_ ? device_->name() : "a device",
-              "; checkpoints of device state are not built yet (train with TrainerOptions::optimizer_on_device = "
-              "false to save and resume)");
   std::vector<std::pair<std::string, Tensor*>> out;
   for (Parameter* p : params.all()) {
     std::vector<Tensor>& s = host_state(*p);
+    auto dev = device_state_.find(p->name);
+    if (where_ == Where::device && dev != device_state_.end())
+      for (size_t k = 0; k < s.size() && k < dev->second.size(); ++k)
+        device_->download(s[k].raw(), dev->second[k].data(), s[k].nbytes());
     for (size_t k = 0; k < s.size(); ++k) out.emplace_back(p->name + "/" + std::to_string(k), &s[k]);
   }
   return out;
+}
+
+void Optimizer::host_state_changed() {
+  if (where_ != Where::device) return;  // a host step reads state_; a first device step uploads it
+  for (auto& [param, host] : state_) {
+    std::vector<Buffer>& dev = device_state_[param];
+    for (size_t k = 0; k < host.size(); ++k) {
+      if (dev.size() <= k) dev.emplace_back(device_->memory());
+      dev[k].reserve(std::max<size_t>(host[k].nbytes(), 1));
+      device_->upload(dev[k].data(), host[k].raw(), host[k].nbytes());
+    }
+  }
 }
 
 std::map<std::string, std::string> Optimizer::checkpoint_counters() const {
@@ -135,7 +148,7 @@ void Optimizer::restore_counters(const std::map<std::string, std::string>& metad
   counts_ = std::move(counts);
 }
 
-void Optimizer::claim(Where w, const Backend* device) {
+void Optimizer::claim(Where w, Backend* device) {
   if (where_ == Where::none) {
     where_ = w;
     device_ = device;
@@ -245,13 +258,16 @@ void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, do
     u.scale = scale;
     if (state_tensors() > 0) {
       std::vector<Buffer>& st = device_state_[p->name];
-      if (st.empty()) {
+      if (st.empty()) {  // the host state where there is one (a loaded checkpoint), else the initial value
+        auto host = state_.find(p->name);
         Tensor init(p->value.shape(), p->value.dtype());
         for (int64_t i = 0; i < init.numel(); ++i) init.set(i, state_init());
         for (int i = 0; i < state_tensors(); ++i) {
+          const Tensor& from = host != state_.end() && static_cast<int>(host->second.size()) > i
+                                   ? host->second[static_cast<size_t>(i)] : init;
           Buffer b(device.memory());
-          b.reserve(std::max<size_t>(init.nbytes(), 1));
-          device.upload(b.data(), init.raw(), init.nbytes());
+          b.reserve(std::max<size_t>(from.nbytes(), 1));
+          device.upload(b.data(), from.raw(), from.nbytes());
           st.push_back(std::move(b));
         }
       }

@@ -219,6 +219,7 @@ std::map<std::string, std::string> Trainer::load_state(const std::string& path) 
   std::map<std::string, std::string> metadata = load_tensors(state_tensors(params_, *optimizer_), path,
                                                              "this trainer's parameters and optimiser state");
   optimizer_->restore_counters(metadata, path);
+  optimizer_->host_state_changed();  // a state on the device takes the loaded one
   auto it = metadata.find(kStepsKey);
   SYLVA_CHECK(it != metadata.end(), "[trainer] checkpoint '", path, "' has no '", kStepsKey,
               "' (written by save_checkpoint, which holds only parameters? use load_checkpoint for it)");

@@ -1,6 +1,7 @@
 // Trainer::save_state / load_state: training N steps equals training k,
 // saving, resuming in a fresh trainer (differently initialised) and training
-// N - k, bit for bit, for every optimiser; and what a bad checkpoint says.
+// N - k, bit for bit, for every optimiser, with the optimiser on the host
+// and on a device (Sylva's simulated one); and what a bad checkpoint says.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -11,8 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sylva/sylva.h"
+#include "support/test_device.h"
 #include "support/test_util.h"
+#include "sylva/sylva.h"
 
 namespace sylva {
 namespace {
@@ -27,13 +29,16 @@ struct Model {
   std::unique_ptr<Trainer> trainer;
   std::vector<InputGraph> data;
 
-  Model(const std::string& optimizer, uint64_t init_seed) : ps(DType::f64, init_seed), net(ps, 7, 0.3) {
+  // `device`: a backend for the trainer (the optimiser then runs there).
+  Model(const std::string& optimizer, uint64_t init_seed, Backend* device = nullptr)
+      : ps(DType::f64, init_seed), net(ps, 7, 0.3) {
     std::unique_ptr<Optimizer> opt;
     if (optimizer == "adam") opt = std::make_unique<Adam>(AdamOptions{.lr = 0.01});
     else if (optimizer == "adagrad") opt = std::make_unique<Adagrad>(AdagradOptions{.lr = 0.1});
     else opt = std::make_unique<Sgd>(SgdOptions{.lr = 0.1, .momentum = 0.9});
     trainer = std::make_unique<Trainer>(net.program, ps, net.loss, std::move(opt),
-                                        TrainerOptions{.executor = {.seed = 5}, .weight_decay = 1e-3});
+                                        TrainerOptions{.executor = {.backend = device, .seed = 5}, .weight_decay = 1e-3});
+    EXPECT_EQ(trainer->optimizer_on_device(), device != nullptr);
     std::mt19937_64 rng(17);
     for (int s = 0; s < 24; ++s) {
       InputGraph g = random_tree(rng, 8, 2, false, "tree " + std::to_string(s));
@@ -70,6 +75,32 @@ TEST_P(Resume, KStepsSavedAndResumedEqualNStraight) {
   for (const Parameter* p : straight.ps.all())
     EXPECT_EQ(std::memcmp(p->value.raw(), resumed.ps[p->name].value.raw(), p->value.nbytes()), 0)
         << p->name << " differs (relative " << test::relative_error(p->value, resumed.ps[p->name].value) << ")";
+  std::remove(path.c_str());
+}
+
+// With the optimiser on the device its state is downloaded into the
+// checkpoint and uploaded from it: into a fresh trainer, and into one whose
+// device state already exists (it stepped before loading). The saving run
+// goes on unchanged.
+TEST_P(Resume, OnTheDeviceKStepsSavedAndResumedEqualNStraight) {
+  Backend* sim = &test::sim_device();
+  Model straight(GetParam(), 1, sim);
+  straight.steps(0, 5);
+  const std::string path = temp_path(GetParam() + "_device");
+  Model first(GetParam(), 1, sim);
+  first.steps(0, 2);
+  first.trainer->save_state(path);
+  first.steps(2, 5);
+  Model fresh(GetParam(), 2, sim), stepped(GetParam(), 3, sim);
+  stepped.steps(0, 3);  // its own device state, which the file must replace
+  for (Model* m : {&fresh, &stepped}) {
+    m->trainer->load_state(path);
+    m->steps(2, 5);
+  }
+  for (const Parameter* p : straight.ps.all())
+    for (const Model* m : {&first, &fresh, &stepped})
+      EXPECT_EQ(std::memcmp(p->value.raw(), m->ps[p->name].value.raw(), p->value.nbytes()), 0)
+          << p->name << " differs (relative " << test::relative_error(p->value, m->ps[p->name].value) << ")";
   std::remove(path.c_str());
 }
 

@@ -70,9 +70,14 @@ class Optimizer {
   /// For checkpoints (Trainer::save_state): every parameter's host state
   /// tensors, named "<parameter>/<k>" (made at their initial value where
   /// no step has touched the parameter yet, so the set depends only on the
-  /// parameters), to read or to overwrite. sylva::Error while the state is
-  /// on a device (checkpoints of device state are not built yet).
+  /// parameters), to read or to overwrite. While the state is on a device
+  /// they are first downloaded from it; after overwriting them call
+  /// host_state_changed().
   std::vector<std::pair<std::string, Tensor*>> checkpoint_tensors(ParameterSet& params);
+  /// The host state tensors were overwritten (a checkpoint was loaded into
+  /// them): a state on a device takes them, now or, before the first
+  /// device step, when that step creates it.
+  void host_state_changed();
   /// The counters a checkpoint needs besides the tensors (the optimiser's
   /// name, steps(), the learning rate exactly, each parameter's step count),
   /// as metadata with keys "sylva.optimizer*"; restore_counters() reads
@@ -115,7 +120,7 @@ class Optimizer {
   std::vector<Tensor>& host_state(const Parameter& p);
   // Where the state lives: nowhere yet, the host, or a device's memory.
   enum class Where : uint8_t { none, host, device };
-  void claim(Where w, const Backend* device);
+  void claim(Where w, Backend* device);
 
   double lr_;
   int64_t steps_ = 0;
@@ -123,7 +128,7 @@ class Optimizer {
   std::map<std::string, std::vector<Buffer>> device_state_;
   std::map<std::string, int64_t> counts_;
   Where where_ = Where::none;
-  const Backend* device_ = nullptr;
+  Backend* device_ = nullptr;
 };
 
 /// Stochastic gradient descent with (heavy-ball) momentum, as in PyTorch:

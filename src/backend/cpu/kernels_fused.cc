@@ -131,7 +131,7 @@ void run_rows(const FusedProgram& p, std::span<const MatView> in, std::span<cons
 
 // Below this many elements (rows x the steps' widths) a group runs on the
 // calling thread: the fork and join cost more than the work.
-constexpr int64_t kParallelElements = int64_t{1} << 15;
+constexpr int64_t kFusedParallelElements = int64_t{1} << 15;
 
 // The rows split over the backend's threads (Eigen::nbThreads(), what
 // Backend::set_threads sets), each running whole rows: every row is
@@ -145,7 +145,7 @@ void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<con
   int64_t width = 0;
   for (const FusedStep& st : p.steps) width += st.cols;
   const int threads = Eigen::nbThreads();
-  if (threads <= 1 || rows < 2 || rows * width < kParallelElements || omp_in_parallel())
+  if (threads <= 1 || rows < 2 || rows * width < kFusedParallelElements || omp_in_parallel())
     return run_rows<T>(p, in, out, 0, rows);
   const int64_t share = (rows + threads - 1) / threads;
   std::exception_ptr failed;

@@ -64,6 +64,15 @@ bool all_finite(const Parameter& p, const RowSparsity* sparse) {
   return finite;
 }
 
+// A dense update of a row-sparse gradient: g is zero outside its listed rows.
+void grad_rows_hint(ParamUpdate& u, const Parameter& p, const RowSparsity* sparse) {
+  if (!sparse || !u.rows.empty()) return;
+  auto it = sparse->find(p.name);
+  if (it == sparse->end()) return;
+  u.grad_rows = it->second;
+  u.grad_rows_known = true;
+}
+
 }  // namespace
 
 Optimizer::Optimizer(double lr, std::string_view who) : lr_(lr) { check_non_negative(who, "learning rate", lr); }
@@ -219,6 +228,7 @@ void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
     const std::vector<int32_t>* rows = rows_of(*p, sparse);
     if (rows && rows->empty()) continue;  // a row-sparse gradient with no rows: nothing moves
     if (rows) u.rows = *rows;
+    grad_rows_hint(u, *p, sparse);
     cpu.update_parameter(u);
   }
   ++steps_;
@@ -277,6 +287,7 @@ void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, do
     const std::vector<int32_t>* rows = rows_of(*p, sparse);
     if (rows && rows->empty()) continue;
     if (rows) u.rows = *rows;
+    grad_rows_hint(u, *p, sparse);
     device.update_parameter(u);
   }
   ++steps_;

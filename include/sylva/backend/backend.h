@@ -68,6 +68,11 @@ struct ParamUpdate {
   double lr = 0.0, a = 0.0, b = 0.0, eps = 0.0, c1 = 1.0, c2 = 1.0;
   double decay = 0.0, scale = 1.0;
   std::span<const int32_t> rows;
+  /// A hint for a dense update (`rows` empty) of a row-sparse gradient:
+  /// when grad_rows_known, g is zero outside `grad_rows` (sorted), so a
+  /// backend may skip reading it there. The result must be the same bits.
+  std::span<const int32_t> grad_rows;
+  bool grad_rows_known = false;
 };
 
 /// Columns [src_col, src_col + cols) of a source row moved to columns

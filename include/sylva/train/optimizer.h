@@ -45,7 +45,8 @@ class Optimizer {
   /// are nonzero only in the listed rows: SGD without momentum and Adagrad
   /// then update only those rows (the result is identical, since a zero
   /// gradient leaves their rows unchanged); Adam and momentum SGD stay
-  /// dense because their state decays every step.
+  /// dense because their state decays every step, but do not read the
+  /// gradient outside the listed rows (ParamUpdate::grad_rows).
   virtual void step(ParameterSet& params, const RowSparsity* sparse = nullptr);
   /// The same step on a device (the Trainer's path there): values,
   /// gradients and this optimiser's state all stay in `store`'s backend

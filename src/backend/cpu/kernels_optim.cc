@@ -3,6 +3,7 @@
 // the CUDA kernels in kernels/cuda/optim.cu repeat them).
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "cpu_kernels.h"
 
@@ -60,13 +61,15 @@ struct RuleArgs {
 // the element loop has no branch on it. Everything is copied into locals
 // (parameters) first: loads of a shared struct inside the loop could alias
 // the stores through w, and GCC would not vectorise it.
-template <class T, ParamUpdate::Rule R, bool kDecayOrScale>
+// kZeroG: g is known to be zero over the range and is not read (the same
+// arithmetic with a constant +0, so the same bits).
+template <class T, ParamUpdate::Rule R, bool kDecayOrScale, bool kZeroG = false>
 void update_range(T* __restrict w, const T* __restrict g, T* __restrict s0, T* __restrict s1, const T rate,
                   const T a, const T b, const T eps, const T c1, const T c2, const T decay, const T scale,
                   const bool decayed, const int64_t begin, const int64_t end) {
   using Rule = ParamUpdate::Rule;
   for (int64_t i = begin; i < end; ++i) {
-    T gi = g[i];
+    T gi = kZeroG ? T(0) : g[i];
     if constexpr (kDecayOrScale) {
       if (decayed) gi += decay * w[i];
       gi *= scale;
@@ -94,10 +97,33 @@ void update_with(const ParamUpdate& u, int threads) {
                       .a = static_cast<T>(u.a), .b = static_cast<T>(u.b), .eps = static_cast<T>(u.eps),
                       .c1 = static_cast<T>(u.c1), .c2 = static_cast<T>(u.c2), .decay = static_cast<T>(u.decay),
                       .scale = static_cast<T>(u.scale), .decayed = u.decay != 0.0};
-  for_each_range_parallel(u.w, u.rows, threads, [&k](int64_t begin, int64_t end) {
-    update_range<T, R, kDecayOrScale>(k.w, k.g, k.s0, k.s1, k.rate, k.a, k.b, k.eps, k.c1, k.c2, k.decay, k.scale,
-                                      k.decayed, begin, end);
-  });
+  const auto run = [&k](auto zero_g, int64_t begin, int64_t end) {
+    if (begin < end)
+      update_range<T, R, kDecayOrScale, decltype(zero_g)::value>(k.w, k.g, k.s0, k.s1, k.rate, k.a, k.b, k.eps, k.c1,
+                                                                  k.c2, k.decay, k.scale, k.decayed, begin, end);
+  };
+  // A dense update of a row-sparse gradient (an embedding table under
+  // Adam or momentum): outside the gradient's rows g is zero and not read,
+  // one of Adam's seven streams of memory less. A decayed gradient is not
+  // zero there.
+  const std::span<const int32_t> rows = u.grad_rows;
+  if (u.grad_rows_known && u.rows.empty() && !k.decayed && std::is_sorted(rows.begin(), rows.end())) {
+    const int64_t cols = u.w.cols;
+    for_each_range_parallel(u.w, {}, threads, [&](int64_t begin, int64_t end) {
+      auto r = std::lower_bound(rows.begin(), rows.end(), static_cast<int32_t>(begin / std::max<int64_t>(cols, 1)));
+      int64_t at = begin;
+      for (; r != rows.end() && static_cast<int64_t>(*r) * cols < end; ++r) {
+        const int64_t rb = std::max(at, static_cast<int64_t>(*r) * cols), re = std::min(end, (*r + int64_t{1}) * cols);
+        run(std::true_type{}, at, rb);
+        run(std::false_type{}, rb, re);
+        at = std::max(at, re);
+      }
+      run(std::true_type{}, at, end);
+    });
+    return;
+  }
+  for_each_range_parallel(u.w, u.rows, threads,
+                          [&run](int64_t begin, int64_t end) { run(std::false_type{}, begin, end); });
 }
 
 template <class T, bool kDecayOrScale>

@@ -69,7 +69,20 @@ void bind_trainer_options(nb::module_& m) {
       .def_rw("groups", &DataParallelOptions::groups)
       .def_rw("bucket_bytes", &DataParallelOptions::bucket_bytes)
       .def_rw("overlap", &DataParallelOptions::overlap)
-      .def_rw("fingerprint_every", &DataParallelOptions::fingerprint_every);
+      .def_rw("fingerprint_every", &DataParallelOptions::fingerprint_every)
+      .def_prop_rw(
+          "device_sums",
+          [](const DataParallelOptions& o) {
+            using S = DataParallelOptions::DeviceSums;
+            return std::string(o.device_sums == S::nccl ? "nccl" : o.device_sums == S::host ? "host" : "automatic");
+          },
+          [](DataParallelOptions& o, const std::string& v) {
+            using S = DataParallelOptions::DeviceSums;
+            SYLVA_CHECK(v == "automatic" || v == "nccl" || v == "host", "[python] device_sums '", v,
+                        "' (automatic, nccl or host)");
+            o.device_sums = v == "nccl" ? S::nccl : v == "host" ? S::host : S::automatic;
+          },
+          "With the optimiser on the device: how gradients are summed there (automatic: NCCL on CUDA).");
   nb::class_<TrainerOptions>(m, "TrainerOptions", "See sylva/train/trainer.h: each field is documented there.")
       .def(nb::init<>())
       .def_rw("executor", &TrainerOptions::executor)

@@ -46,6 +46,16 @@ def test_collectives_on_numpy_arrays():
         comm.allreduce_sum(np.zeros((4, 4))[:, ::2], "strided")  # in place needs contiguous memory
 
 
+def test_device_sums_is_one_of_three_engines():
+    o = sylva.DataParallelOptions()
+    assert o.device_sums == "automatic"
+    for v in ("nccl", "host", "automatic"):
+        o.device_sums = v
+        assert o.device_sums == v
+    with pytest.raises(sylva.Error, match=r"device_sums 'gpu' \(automatic, nccl or host\)"):
+        o.device_sums = "gpu"
+
+
 def test_the_trainer_keeps_its_communicator_alive():
     ps, _, p, _, loss = tiny_tree_model()
     trainer = sylva.Trainer(p, ps, loss, sylva.Sgd(), communicator=sylva.self_communicator())

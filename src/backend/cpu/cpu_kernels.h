@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <exception>
 
 #include "sylva/backend/backend.h"
 #include "sylva/backend/cpu_extension.h"
@@ -25,6 +26,23 @@ void run_fused(const FusedProgram& p, std::span<const MatView> in, std::span<con
 /// that many OpenMP threads; the result is the same for any count.
 void update_parameter(const ParamUpdate& u, int threads = 1);
 double sum_squares(MatView g, MatView w, double decay, std::span<const int32_t> rows);
+
+/// Runs fn(t) for every t in [0, threads), each on its own thread of an
+/// OpenMP team; an exception from any is rethrown here, after the team.
+template <class Fn>
+void on_threads(int threads, Fn&& fn) {
+  std::exception_ptr failed;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int t = 0; t < threads; ++t) {
+    try {
+      fn(t);
+    } catch (...) {
+#pragma omp critical
+      if (!failed) failed = std::current_exception();
+    }
+  }
+  if (failed) std::rethrow_exception(failed);
+}
 
 inline Kernel& kernel(KernelTable& t, ir::OpKind k) { return t[static_cast<size_t>(k)]; }
 

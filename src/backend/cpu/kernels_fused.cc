@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
 #include <vector>
 
 #include "cpu_kernels.h"
@@ -148,18 +147,10 @@ void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<con
   if (threads <= 1 || rows < 2 || rows * width < kFusedParallelElements || omp_in_parallel())
     return run_rows<T>(p, in, out, 0, rows);
   const int64_t share = (rows + threads - 1) / threads;
-  std::exception_ptr failed;
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int t = 0; t < threads; ++t) {
+  on_threads(threads, [&](int t) {
     const int64_t begin = std::min(rows, t * share), end = std::min(rows, begin + share);
-    try {
-      if (begin < end) run_rows<T>(p, in, out, begin, end);
-    } catch (...) {
-#pragma omp critical
-      failed = std::current_exception();
-    }
-  }
-  if (failed) std::rethrow_exception(failed);
+    if (begin < end) run_rows<T>(p, in, out, begin, end);
+  });
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <exception>
 #include <type_traits>
 
 #include "cpu_kernels.h"
@@ -43,18 +42,10 @@ void sgemm(const MatView& x, const MatView& y, const MatView& out, bool ta, bool
   constexpr int64_t kColumnsPerThread = 128;  // below this oneDNN's threads were as fast or faster
   if (threads > 1 && tb && out.cols >= threads * kColumnsPerThread && !omp_in_parallel()) {
     const int64_t per = ((out.cols + threads - 1) / threads + 15) & ~int64_t{15};  // whole 16-float vectors
-    std::exception_ptr failed;
-#pragma omp parallel num_threads(threads)
-    {
-      const int64_t n0 = std::min(out.cols, omp_get_thread_num() * per), n1 = std::min(out.cols, n0 + per);
-      try {
-        if (n0 < n1) block(n0, n1);  // inside the team, oneDNN runs on this thread alone
-      } catch (...) {
-#pragma omp critical
-        failed = std::current_exception();
-      }
-    }
-    if (failed) std::rethrow_exception(failed);
+    on_threads(threads, [&](int t) {
+      const int64_t n0 = std::min(out.cols, t * per), n1 = std::min(out.cols, n0 + per);
+      if (n0 < n1) block(n0, n1);  // inside the team, oneDNN runs on this thread alone
+    });
     return;
   }
   if (omp_get_max_threads() != threads) omp_set_num_threads(threads);

@@ -49,6 +49,8 @@ constexpr Ablation kAblations[] = {
      "Elementwise ops one by one (ExecutorOptions::fusion off)"},
     {"--no-row-windows", "row_windows", &ExecutorOptions::row_windows, false,
      "Gathers and slices into values of their own before concat / gather gradients (ExecutorOptions::row_windows off)"},
+    {"--no-task-local", "task_local_values", &ExecutorOptions::task_local_values, false,
+     "Values read only inside their task kept for the whole minibatch (ExecutorOptions::task_local_values off)"},
     {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,
      "Work outside the task loop on the calling thread (ExecutorOptions::streaming off)"},
 };

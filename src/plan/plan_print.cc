@@ -48,6 +48,7 @@ void text_of(std::ostringstream& os, const char* title, const GraphPlan& p) {
     if (p.folded[i]) os << " folded";
     if (p.window[i]) os << " window";
     if (p.in_window[i]) os << " in-window";
+    if (p.task_local[i]) os << " task-local";
     os << "\n";
   }
 }

@@ -3,6 +3,7 @@
 #include "sylva/plan/vertex_plan.h"
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "sylva/core/error.h"
 #include "sylva/passes/autodiff.h"
@@ -62,6 +63,7 @@ GraphPlan start_plan(std::shared_ptr<const ir::Graph> graph) {
   p.phase.assign(g.size(), Phase::loop);
   p.window.assign(g.size(), 0);
   p.in_window.assign(g.size(), 0);
+  p.task_local.assign(g.size(), 0);
   return p;
 }
 
@@ -214,6 +216,34 @@ void plan_windows(GraphPlan& p, const ir::Graph* df) {
   }
 }
 
+// Task-local values (GraphPlan::task_local). `df`: when planning F, ∂F
+// (what it reads must outlive the loop); `kept`: values read across tasks
+// or after the loop (F's scatter source, push source and pull). A
+// gather_reduce's value and a gather_reduce gradient's input are kept
+// whole: they are indexed by absolute row.
+void plan_task_local(GraphPlan& p, const ir::Graph* df, std::initializer_list<NodeId> kept) {
+  const ir::Graph& g = *p.graph;
+  std::vector<uint8_t> keep(g.size(), 0);
+  if (df)
+    for (const Node& n : df->nodes())
+      if (n.op == OpKind::ForwardValue) keep[static_cast<size_t>(n.attrs.ref)] = 1;
+  for (NodeId id : kept)
+    if (id != ir::kNoNode) keep[static_cast<size_t>(id)] = 1;
+  // A folded matmul runs at its parameter gradient output, in that node's phase.
+  const auto in_loop = [&](NodeId c) {
+    const auto k = static_cast<size_t>(c);
+    if (p.phase[k] != Phase::loop || g.node(c).op == OpKind::GatherReduceGradOut) return false;
+    return !p.folded[k] || std::all_of(p.consumers[k].begin(), p.consumers[k].end(),
+                                       [&](NodeId u) { return p.phase[static_cast<size_t>(u)] == Phase::loop; });
+  };
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<size_t>(n.id);
+    p.task_local[i] = p.home[i] == Home::arena && p.phase[i] == Phase::loop && !keep[i] &&
+                      n.op != OpKind::GatherReduce &&
+                      std::all_of(p.consumers[i].begin(), p.consumers[i].end(), in_loop);
+  }
+}
+
 // Group k's FusedProgram, its external inputs and written-out members.
 void build_group(FusedGroup& f, const ir::Graph& g, const std::vector<int32_t>& group, int32_t k,
                  const std::vector<uint8_t>& read_outside) {
@@ -314,9 +344,11 @@ std::shared_ptr<const VertexPlan> build_vertex_plan(std::shared_ptr<const ir::Gr
   plan_phases(plan->forward, options, false);
   plan_windows(plan->forward, df.get());
   plan_fusion(plan->forward, options, df.get());
+  plan_task_local(plan->forward, df.get(), {plan->scatter_source, plan->push_source, plan->pull});
   plan_phases(plan->backward, options, true);
   plan_windows(plan->backward, nullptr);
   plan_fusion(plan->backward, options, nullptr);
+  plan_task_local(plan->backward, nullptr, {});
   return plan;
 }
 

@@ -53,7 +53,8 @@ struct Executor::Impl {
         runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
                                                        detail::RunnerOptions{options.skip_zero_work, streaming(),
                                                                              options.check_numerics,
-                                                                             options.row_windows});
+                                                                             options.row_windows,
+                                                                             options.task_local_values});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",
@@ -514,6 +515,15 @@ const ir::Graph& Executor::vertex_gradient(Symbol apply) const { return *vertex_
 
 const plan::VertexPlan& Executor::vertex_plan(Symbol apply) const {
   return runner_of(impl_->program, impl_->runners, apply).plan();
+}
+
+size_t Executor::held_bytes() const {
+  size_t n = 0;
+  for (const auto& s : impl_->values) n += s.buf.capacity();
+  for (const auto& s : impl_->grad_values) n += s.buf.capacity();
+  for (const auto& r : impl_->runners)
+    if (r) n += r->held_bytes();
+  return n;
 }
 
 size_t Executor::allocations() const {

@@ -131,9 +131,11 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   task_pull_zero_.assign(schedule.tasks.size(), 0);
   minus_ones_.assign(static_cast<size_t>(rows), -1);
   main_.zero_f.assign(g.size(), 0);
+  task_rows_ = 0;
+  for (const Task& t : schedule.tasks) task_rows_ = std::max(task_rows_, t.bs);
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (materialized(*v, i)) v->arena[i].reserve_rows(rows);
+      if (materialized(*v, i)) reserve(*v, i);
   if (plan_->scatter_source != ir::kNoNode) scatter_grad_.reserve_rows(rows);
 }
 
@@ -143,10 +145,18 @@ bool VertexRunner::materialized(const Values& v, size_t i) const {
   return group < 0 || v.group_failed[static_cast<size_t>(group)];
 }
 
+bool VertexRunner::task_local(const Values& v, size_t i) const {
+  return options_.task_local_values && v.plan->task_local[i];
+}
+
+void VertexRunner::reserve(Values& v, size_t i) {
+  v.arena[i].reserve_rows(task_local(v, i) ? task_rows_ : schedule_->num_rows());
+}
+
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
   const Node& n = v.plan->graph->node(id);
   switch (v.plan->home[id]) {
-    case Home::arena: return v.arena[id].rows(t.offset, t.bs);
+    case Home::arena: return v.arena[id].rows(task_local(v, static_cast<size_t>(id)) ? 0 : t.offset, t.bs);
     case Home::fixed: return v.fixed[id].view;
     case Home::param: return params_.value(n.attrs.name);
     case Home::forward: return view(fwd_, n.attrs.ref, t);
@@ -244,7 +254,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
   if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
     v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
-    for (NodeId m : f.members) v.arena[static_cast<size_t>(m)].reserve_rows(schedule_->num_rows());
+    for (NodeId m : f.members) reserve(v, static_cast<size_t>(m));
     log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
                                v.plan->graph->name() + "'; running its ops one by one");
     return;
@@ -387,6 +397,15 @@ size_t VertexRunner::bytes_per_row() const {
   for (const Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
       if (materialized(*v, i)) n += v->arena[i].row_bytes();
+  return n;
+}
+
+size_t VertexRunner::held_bytes() const {
+  size_t n = scatter_grad_.arena().capacity();
+  for (const Values* v : {&fwd_, &bwd_}) {
+    for (const auto& a : v->arena) n += a.arena().capacity();
+    for (const auto& s : v->fixed) n += s.buf.capacity();
+  }
   return n;
 }
 

@@ -40,6 +40,7 @@ struct RunnerOptions {
   bool streaming = false;
   bool check_numerics = false;
   bool row_windows = true;
+  bool task_local_values = true;
 };
 
 class VertexRunner {
@@ -67,6 +68,8 @@ class VertexRunner {
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_.load(); }
   size_t allocations() const;
+  /// Bytes the values of F and ∂F hold now (capacity, task-local blocks included).
+  size_t held_bytes() const;
   /// Bytes the per-vertex values of F and ∂F take per row of a minibatch.
   size_t bytes_per_row() const;
 
@@ -98,6 +101,10 @@ class VertexRunner {
   void init_values(Values& v, const plan::GraphPlan& p, bool backward);
   // Whether node i of v needs rows in its arena (not in a window, not hidden in a fused group).
   bool materialized(const Values& v, size_t i) const;
+  // Whether node i of v keeps one task's rows at a time (GraphPlan::task_local, used).
+  bool task_local(const Values& v, size_t i) const;
+  // Makes room in node i's arena for this minibatch: all rows, or the largest task's.
+  void reserve(Values& v, size_t i);
   MatView view(Values& v, ir::NodeId id, const Task& t);
   MatView fixed_out(Values& v, const ir::Node& n);
   // In the task loop: runs node n for task t unless it runs in another
@@ -151,6 +158,7 @@ class VertexRunner {
 
   const GraphBatch* batch_ = nullptr;
   const Schedule* schedule_ = nullptr;
+  int64_t task_rows_ = 0;  // rows of the largest task of the schedule
   std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
   MatView pull_, d_pushed_, d_pull_;

@@ -23,12 +23,13 @@ using plan::Phase;
 struct Cell {
   ParameterSet ps{DType::f64, 3};
   VertexFunction f{"cell", 4, DType::f64};
-  Symbol xw, h;
+  Symbol xw, children, r, h;
   Cell() {
     ps.add("W", {3, 8}, Init::uniform(-0.5, 0.5));
     ps.add("U", {8, 8}, Init::uniform(-0.5, 0.5));
     xw = matmul(f.pull(3), f.param(ps["W"]));
-    Symbol r = matmul(concat({f.gather(0), f.gather(1)}), f.param(ps["U"]));
+    children = concat({f.gather(0), f.gather(1)});
+    r = matmul(children, f.param(ps["U"]));
     auto [a, b] = split<2>(xw + r);
     h = tanh(a) * sigmoid(b);
     f.scatter(h);
@@ -116,6 +117,40 @@ TEST(VertexPlan, RowWindowsReadGathersAndSlicesInPlace) {
   auto q = plan::build_vertex_plan(f.shared_graph(), {});
   EXPECT_EQ(marked(q->forward, OpKind::Concat, q->forward.window).first, 0) << "gather(0) is also added to h";
   EXPECT_EQ(marked(q->forward, OpKind::Gather, q->forward.in_window).first, 0);
+}
+
+// Task-local values: the recurrent product, read only by the tail of its
+// own task, needs one task's rows at a time; the concat (∂F reads it for
+// dU), h (scattered and pushed) and x·W (made before the loop) keep a row
+// per vertex, as does whatever ∂F's work after the loop reads.
+TEST(VertexPlan, TaskLocalValuesAreReadOnlyInsideTheirOwnTask) {
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  const plan::GraphPlan& f = p->forward;
+  const auto local = [](const plan::GraphPlan& g, Symbol s) { return g.task_local[static_cast<size_t>(s.id())] != 0; };
+  EXPECT_TRUE(local(f, c.r));
+  EXPECT_FALSE(local(f, c.children)) << "read by ∂F";
+  EXPECT_FALSE(local(f, c.h)) << "scattered to the parent and pushed";
+  EXPECT_FALSE(local(f, c.xw)) << "made before the loop";
+  for (const ir::Node& n : p->backward.graph->nodes())
+    if (n.op == OpKind::ForwardValue) {
+      EXPECT_FALSE(f.task_local[static_cast<size_t>(n.attrs.ref)]) << "∂F reads %" << n.attrs.ref;
+    }
+  int in_df = 0;
+  for (const plan::GraphPlan* g : {&p->forward, &p->backward})
+    for (const ir::Node& n : g->graph->nodes()) {
+      if (!g->task_local[static_cast<size_t>(n.id)]) continue;
+      in_df += g == &p->backward;
+      EXPECT_EQ(g->home[static_cast<size_t>(n.id)], plan::Home::arena) << "%" << n.id;
+      for (ir::NodeId u : g->consumers[static_cast<size_t>(n.id)])
+        EXPECT_EQ(g->phase[static_cast<size_t>(u)], Phase::loop) << "%" << u << " reads %" << n.id;
+    }
+  EXPECT_GT(in_df, 0) << "∂F's d[concat] is read only by its task's gather gradients";
+  EXPECT_NE(p->to_text().find(" task-local"), std::string::npos);
+
+  // Without eager batching x·W runs in the loop, read only by the add.
+  auto loop = plan::build_vertex_plan(c.f.shared_graph(), {.eager_batching = false});
+  EXPECT_TRUE(local(loop->forward, c.xw));
 }
 
 TEST(VertexPlan, FoldsParameterGradientMatmulsOfTheGradientOnly) {

@@ -70,7 +70,7 @@ struct Result {
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false, .row_windows = false, .streaming = false, .ios = false};
+          .fusion = false, .row_windows = false, .task_local_values = false, .streaming = false, .ios = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -171,6 +171,9 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
       {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
       {"row_windows", [](ExecutorOptions& o) { o.row_windows = true; }},
+      {"task_local_values", [](ExecutorOptions& o) { o.task_local_values = true; }},
+      // Fused groups write task-local values out and read them back.
+      {"task_local_values (with fusion)", [](ExecutorOptions& o) { o.task_local_values = o.fusion = true; }},
       // Streaming moves the work eager and lazy batching take out of the loop.
       {"streaming (with eager, lazy)",
        [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},

@@ -77,6 +77,12 @@ struct GraphPlan {
   /// straight from the sliced value (∂F); in_window[n] is 1 for the gathers
   /// and slices those nodes read through, which then do not run.
   std::vector<uint8_t> window, in_window;
+  /// Task-local values: task_local[n] is 1 for a value of the task loop that
+  /// only nodes of the same task read (not ∂F, not a parent's gather, not
+  /// the push or the work before or after the loop). It needs rows for one
+  /// task at a time, not a row per vertex of the minibatch; the runtime then
+  /// keeps it in one task-sized block (ExecutorOptions::task_local_values).
+  std::vector<uint8_t> task_local;
 
   /// Whether node `id` computes a value in the plan's phases (arena, fixed or none).
   bool runs(ir::NodeId id) const;

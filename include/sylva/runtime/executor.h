@@ -66,6 +66,13 @@ struct ExecutorOptions {
   /// gathering (slicing) into values of their own first (VertexPlan's
   /// window marks; where the backend has_row_windows(), the CPU's).
   bool row_windows = true;
+  /// Task-local values: a per-vertex value that only ops of the same task
+  /// read (an intermediate of F or ∂F that neither ∂F, a parent's gather,
+  /// the push nor the work before or after the loop reads; VertexPlan's
+  /// task_local marks) lives in one block the size of the largest task,
+  /// reused by every task, instead of a row per vertex of the minibatch.
+  /// Less memory, and the block stays in cache from one task to the next.
+  bool task_local_values = true;
   /// Streaming: the work eager and lazy batching moved out of the task loop
   /// runs on a second thread while the loop runs -- F's, chunk by chunk
   /// ahead of the tasks that need it (each task waits for its chunk's
@@ -190,8 +197,11 @@ class Executor {
   /// device); the Trainer runs a device optimiser on them.
   ParamStore& param_store();
   Backend& backend();
-  /// Total bytes allocated so far for values and arenas (steady-state checks).
+  /// Number of allocations made so far for values and arenas (steady-state checks).
   size_t allocations() const;
+  /// Bytes the values, arenas and value gradients hold now (their capacity;
+  /// parameters, their gradients and optimiser state not included).
+  size_t held_bytes() const;
 
   struct Impl;
 

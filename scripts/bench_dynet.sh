@@ -26,7 +26,10 @@
 # MEMORY=1: instead of the throughput matrix, peak resident memory at each
 # hidden size and MEMORY_BATCH (64), each system alone in its own process:
 # Sylva, and DyNet autobatch at the smallest pool (--dynet-mem, searched to
-# 16 MB) that completes the run (a smaller one aborts under autobatching).
+# 16 MB) that completes the run (a smaller one aborts under autobatching);
+# and, like for like, the MB each held for activations and their gradients
+# (Sylva: Executor::held_bytes; DyNet: its forward, backward and scratch
+# pools in use after a step, the largest step's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,18 +70,21 @@ common=(--lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time" --dynet-
   echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
 } | tee "$out/machine.txt"
 
-# Peak RSS (MB) of one bench_suite run of strategy $1 with extra args; empty if it failed.
-peak_rss() {
+# "values-MB peak-RSS-MB" of one bench_suite run of strategy $1 with extra
+# args (values: what the strategy held for activations and their gradients,
+# bench_suite's "vals MB"); empty if it failed.
+memory_of() {
   local s=$1 opts=${OPTIMIZERS:-adam}
   shift
   taskset -c 0 "$suite" --workload tree-lstm --strategies "$s" --batch "${MEMORY_BATCH:-64}" --threads 1 \
     --optimizer "${opts%% *}" --repeats 1 --min-time 2 --lr "${LR:-0.001}" "$@" 2> /dev/null |
-    awk '$3 == "train" {print $NF}'
+    awk '$3 == "train" {print $(NF-1), $NF}'
 }
+peak_rss() { memory_of "$@" | awk '{print $2}'; }
 if [[ ${MEMORY:-0} != 0 ]]; then
   for cell in $cells; do
     for h in $hiddens; do
-      sylva=$(peak_rss sylva --cell "$cell" --hidden "$h" --embed "$h")
+      read -r sylva_values sylva < <(memory_of sylva --cell "$cell" --hidden "$h" --embed "$h")
       lo=16 hi=16
       while [[ -z $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi") ]]; do
         lo=$hi hi=$((hi * 2))
@@ -91,9 +97,10 @@ if [[ ${MEMORY:-0} != 0 ]]; then
           lo=$mid
         fi
       done
-      dynet=$(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi")
-      echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB;" \
-        "dynet-autobatch smallest pool $hi MB (> $lo fails), peak RSS $dynet MB" | tee -a "$out/memory.txt"
+      read -r dynet_values dynet < <(memory_of dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi")
+      echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB, values $sylva_values MB;" \
+        "dynet-autobatch smallest pool $hi MB (> $lo fails), peak RSS $dynet MB," \
+        "values (forward, backward and scratch pools) $dynet_values MB" | tee -a "$out/memory.txt"
     done
   done
   exit 0

@@ -83,6 +83,10 @@ class Strategy {
   /// Copies parameters the strategy keeps on a device back into its
   /// ParameterSet (nothing to do where they live on the host).
   virtual void download_parameters() {}
+  /// MB the strategy held for the values of its largest minibatch so far:
+  /// activations and their gradients, not parameters, their gradients or
+  /// optimiser state; -1 where it cannot tell.
+  virtual double values_mb() const { return -1; }
 };
 
 /// Samples of a workload: SST trees (tree-lstm), PTB sentence chains

@@ -68,6 +68,7 @@ class SylvaStrategy final : public Strategy {
   void download_parameters() override {
     if (ex_.param_store().resident()) ex_.param_store().download_values();
   }
+  double values_mb() const override { return static_cast<double>(ex_.held_bytes()) / (1 << 20); }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
     StepStats s;

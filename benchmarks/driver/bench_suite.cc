@@ -120,12 +120,13 @@ struct Row {
   int64_t kernels = -1;
   double peak_rss_mb = 0, epoch_s = -1, epoch_compute_s = -1, loss = 0;
   double peak_device_mb = -1;  // the device memory's peak (cached blocks included); -1 on the CPU
+  double values_mb = -1;       // Strategy::values_mb(): activations and their gradients; -1 unknown
 };
 
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb,values_mb";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -135,7 +136,8 @@ std::string csv_line(const Row& r) {
     << r.units_per_s << ',' << r.units_min << ',' << r.units_max << ',' << r.unit << ',' << r.build_s << ','
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
     << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
-    << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer << ',' << r.peak_device_mb;
+    << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer << ',' << r.peak_device_mb << ','
+    << r.values_mb;
   return o.str();
 }
 
@@ -149,7 +151,7 @@ nlohmann::json to_json(const Row& r) {
           {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
           {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device},
           {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer},
-          {"peak_device_mb", r.peak_device_mb}};
+          {"peak_device_mb", r.peak_device_mb}, {"values_mb", r.values_mb}};
 }
 
 StrategyOptions strategy_options(const Options& o) {
@@ -316,6 +318,7 @@ std::vector<Row> measure(std::vector<Contender>& cs, const std::vector<InputGrap
     r.loss = median(c.losses);
     r.repeats = o.repeats;
     r.strategy = c.name;
+    r.values_mb = c.s->values_mb();
     rows.push_back(r);
   }
   return rows;
@@ -360,8 +363,9 @@ int run(const Options& o) {
               strategies.size() > 1 ? "of all strategies together (run one per process for each one's own)"
               : can_reset_rss ? "per configuration" : "per process (clear_refs not allowed)");
   if (w == Workload::tree_lstm) std::printf("# tree-lstm cell: %s\n", o.cell.c_str());
-  std::printf("%-11s %-24s %-5s %6s %6s %6s %14s %16s %9s %9s %9s %8s %8s\n", "workload", "strategy", "mode", "batch",
-              "hidden", "leaves", "units/s", "(min-max)", "build ms", "comp ms", "upd ms", "move %", "RSS MB");
+  std::printf("%-11s %-24s %-5s %6s %6s %6s %14s %16s %9s %9s %9s %8s %8s %8s\n", "workload", "strategy", "mode",
+              "batch", "hidden", "leaves", "units/s", "(min-max)", "build ms", "comp ms", "upd ms", "move %", "vals MB",
+              "RSS MB");
 
   for (int32_t lv : leaves) {
     SampleOptions so{.data_dir = o.data, .leaves = lv, .tree_fc_trees = o.tree_fc_trees, .seed = o.seed};
@@ -420,12 +424,13 @@ int run(const Options& o) {
               if (data.unit == "sentences") r.epoch_s = static_cast<double>(samples.size()) / r.samples_per_s;
               r.epoch_compute_s = r.epoch_s * r.compute_s / r.step_s;
             }
-            std::printf("%-11s %-24s %-5s %6lld %6lld %6d %14.1f %7.0f-%-8.0f %9.3f %9.3f %9.3f %8s %8.0f\n",
+            std::printf("%-11s %-24s %-5s %6lld %6lld %6d %14.1f %7.0f-%-8.0f %9.3f %9.3f %9.3f %8s %8s %8.0f\n",
                         r.workload.c_str(), r.strategy.c_str(), mode.c_str(), static_cast<long long>(b),
                         static_cast<long long>(h), lv, r.units_per_s, r.units_min, r.units_max, 1e3 * r.build_s,
                         1e3 * r.compute_s, 1e3 * r.update_s,
                         r.movement_share >= 0 ? std::to_string(static_cast<int>(100 * r.movement_share)).c_str()
                                               : "-",
+                        r.values_mb >= 0 ? std::to_string(static_cast<int>(r.values_mb + 0.5)).c_str() : "-",
                         r.peak_rss_mb);
             std::fflush(stdout);
             if (csv.is_open()) {

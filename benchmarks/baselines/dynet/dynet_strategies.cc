@@ -1,6 +1,8 @@
 #include "dynet_strategies.h"
 
+#include <dynet/devices.h>
 #include <dynet/dynet.h>
+#include <dynet/globals.h>
 #include <dynet/expr.h>
 #include <dynet/init.h>
 #include <dynet/param-init.h>
@@ -118,10 +120,16 @@ class DynetStrategyImpl final : public DynetStrategy {
       cg.backward(loss);
     }
     s.compute_s = seconds_since(t1);
+    // The forward, backward and scratch pools, while this graph holds them.
+    size_t used = 0;
+    for (int pool : {0, 1, 3}) used += dy::default_device->pools[static_cast<size_t>(pool)]->used();
+    values_bytes_ = std::max(values_bytes_, used);
     s.movement_s = -1;
     s.kernels = -1;
     return s;
   }
+
+  double values_mb() const override { return static_cast<double>(values_bytes_) / (1 << 20); }
 
   void update() override {
     SYLVA_CHECK(trainer_, "[dynet] strategy ", name_, " was made without an optimizer");
@@ -327,6 +335,7 @@ class DynetStrategyImpl final : public DynetStrategy {
   std::vector<Link> links_;
   std::unique_ptr<dy::Trainer> trainer_;
   bool updated_ = false;
+  size_t values_bytes_ = 0;  // the most the forward, backward and scratch pools held after a step
   // Per-sample work arrays.
   std::vector<int32_t> order_;
   std::vector<dy::Expression> h_, c_, losses_;

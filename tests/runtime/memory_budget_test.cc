@@ -12,29 +12,16 @@
 namespace sylva {
 namespace {
 
+// test::ChainNet over vocabulary 4, in its own parameter set.
 struct ChainModel {
-  explicit ChainModel(int64_t h) : f("chain", h, DType::f32) {
-    ps.add("E", {4, h}, Init::uniform(-0.1, 0.1));
-    ps.add("W", {h, h}, Init::uniform(-0.1, 0.1));
-    Symbol s = tanh(matmul(f.gather(0), f.param(ps["W"])) + f.pull(h));
-    f.scatter(s);
-    f.push(s);
-    loss = sum(p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x"))));
-  }
+  explicit ChainModel(int64_t h) : net(ps, 4, h) {}
   ParameterSet ps{DType::f32, 1};
-  VertexFunction f;
-  Program p{DType::f32};
-  Symbol loss;
+  test::ChainNet net;
+  const Program& p = net.program;
+  Symbol loss = net.loss;
 };
 
-std::vector<InputGraph> chains(int n, int32_t length) {
-  std::vector<InputGraph> out;
-  for (int i = 0; i < n; ++i) {
-    out.push_back(InputGraph::chain(length, "chain " + std::to_string(i)));
-    out.back().set_ids("x", std::vector<int32_t>(static_cast<size_t>(length), i % 4));
-  }
-  return out;
-}
+std::vector<InputGraph> chains(int n, int32_t length) { return test::id_chains(n, length, 4); }
 
 TEST(MemoryBudget, ABatchOverTheBudgetIsRefusedNamingItsLargestSample) {
   ChainModel m(64);

@@ -13,38 +13,7 @@ namespace sylva {
 namespace {
 
 constexpr int64_t kHidden = 16;
-
-// A chain cell: x·W is made before the loop, the recurrent product m =
-// gather(0)·U is read only by the add of its own task (task-local), and
-// h is scattered and pushed.
-struct ChainModel {
-  ChainModel() : f("chain", kHidden, DType::f32) {
-    ps.add("E", {7, kHidden}, Init::uniform(-0.5, 0.5));
-    ps.add("W", {kHidden, kHidden}, Init::uniform(-0.5, 0.5));
-    ps.add("U", {kHidden, kHidden}, Init::uniform(-0.5, 0.5));
-    Symbol m = matmul(f.gather(0), f.param(ps["U"]));
-    Symbol h = tanh(matmul(f.pull(kHidden), f.param(ps["W"])) + m);
-    f.scatter(h);
-    f.push(h);
-    loss = sum(p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x"))));
-  }
-  ParameterSet ps{DType::f32, 2};
-  VertexFunction f;
-  Program p{DType::f32};
-  Symbol loss;
-};
-
-std::vector<InputGraph> chains(std::mt19937_64& rng, int n, int32_t max_length) {
-  std::vector<InputGraph> out;
-  for (int i = 0; i < n; ++i) {
-    const auto length = static_cast<int32_t>(1 + rng() % static_cast<uint64_t>(max_length));
-    out.push_back(InputGraph::chain(length, "chain " + std::to_string(i)));
-    std::vector<int32_t> ids(static_cast<size_t>(length));
-    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % 7);
-    out.back().set_ids("x", std::move(ids));
-  }
-  return out;
-}
+constexpr int32_t kVocab = 7;
 
 struct Steps {
   std::vector<double> losses;
@@ -52,16 +21,19 @@ struct Steps {
   size_t held = 0;            // Executor::held_bytes() after the last step
 };
 
-Steps run(ChainModel& m, const std::vector<std::vector<InputGraph>>& batches, bool task_local) {
-  Executor ex(m.p, m.ps, test::on_test_device({.task_local_values = task_local}));
+// test::ChainNet: its recurrent product gather(0)·U is task-local.
+Steps run(const std::vector<std::vector<InputGraph>>& batches, bool task_local) {
+  ParameterSet ps{DType::f32, 2};
+  test::ChainNet m(ps, kVocab, kHidden);
+  Executor ex(m.program, ps, test::on_test_device({.task_local_values = task_local}));
   Steps s;
   for (const std::vector<InputGraph>& b : batches) {
     ex.forward(GraphBatch::of(b), Mode::train);
     s.losses.push_back(ex.scalar(m.loss));
-    m.ps.zero_grad();
+    ps.zero_grad();
     ex.backward(m.loss);
   }
-  for (Parameter* prm : m.ps.all()) s.grads.push_back(prm->grad.clone());
+  for (Parameter* prm : ps.all()) s.grads.push_back(prm->grad.clone());
   s.held = ex.held_bytes();
   return s;
 }
@@ -69,26 +41,24 @@ Steps run(ChainModel& m, const std::vector<std::vector<InputGraph>>& batches, bo
 TEST(TaskLocalValues, SameBitsOverBatchesThatGrowAndShrink) {
   std::mt19937_64 rng(17);
   std::vector<std::vector<InputGraph>> batches;
-  for (int n : {3, 9, 1, 6}) batches.push_back(chains(rng, n, 12));
-  ChainModel m;
-  const Steps on = run(m, batches, true), off = run(m, batches, false);
+  for (int n : {3, 9, 1, 6}) {  // chains of random lengths: tasks of every size
+    std::vector<InputGraph> b;
+    for (int i = 0; i < n; ++i)
+      b.push_back(test::id_chains(1, static_cast<int32_t>(1 + rng() % 12), kVocab)[0]);
+    batches.push_back(std::move(b));
+  }
+  const Steps on = run(batches, true), off = run(batches, false);
   ASSERT_EQ(on.losses.size(), off.losses.size());
   for (size_t k = 0; k < on.losses.size(); ++k) EXPECT_EQ(on.losses[k], off.losses[k]) << "step " << k;
   for (size_t k = 0; k < on.grads.size(); ++k)
-    EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << m.ps.all()[k]->name;
+    EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << "parameter " << k;
 }
 
 TEST(TaskLocalValues, HoldLessMemoryByAtLeastTheRowsTheProductNoLongerKeeps) {
-  // 8 chains of 50: 400 rows in tasks of at most 8 rows. The product m
-  // alone held 400 rows of kHidden floats; it now holds 8.
-  std::vector<InputGraph> graphs;
-  for (int i = 0; i < 8; ++i) {
-    graphs.push_back(InputGraph::chain(50, "chain " + std::to_string(i)));
-    graphs.back().set_ids("x", std::vector<int32_t>(50, i % 7));
-  }
-  const std::vector<std::vector<InputGraph>> batch{std::move(graphs)};
-  ChainModel m;
-  const Steps on = run(m, batch, true), off = run(m, batch, false);
+  // 8 chains of 50: 400 rows in tasks of at most 8 rows. The product
+  // gather(0)·U alone held 400 rows of kHidden floats; it now holds 8.
+  const std::vector<std::vector<InputGraph>> batch{test::id_chains(8, 50, kVocab)};
+  const Steps on = run(batch, true), off = run(batch, false);
   ASSERT_LT(on.held, off.held);
   EXPECT_GE(off.held - on.held, static_cast<size_t>((400 - 8) * kHidden) * sizeof(float))
       << "held " << on.held << " bytes with task-local values, " << off.held << " without";

@@ -40,6 +40,28 @@ DropoutTreeNet::DropoutTreeNet(ParameterSet& ps, int64_t vocab, double p, double
   loss = softmax_cross_entropy(matmul(out, program.param(ps["Ws"])), program.input_ids("labels"));
 }
 
+ChainNet::ChainNet(ParameterSet& ps, int64_t vocab, int64_t hidden, DType dtype)
+    : f("chain", hidden, dtype), program(dtype) {
+  ps.add("E", {vocab, hidden}, Init::uniform(-0.5, 0.5));
+  ps.add("W", {hidden, hidden}, Init::uniform(-0.5, 0.5));
+  ps.add("U", {hidden, hidden}, Init::uniform(-0.5, 0.5));
+  Symbol h = tanh(matmul(f.pull(hidden), f.param(ps["W"])) + matmul(f.gather(0), f.param(ps["U"])));
+  f.scatter(h);
+  f.push(h);
+  loss = sum(program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x"))));
+}
+
+std::vector<InputGraph> id_chains(int n, int32_t length, int32_t vocab) {
+  std::vector<InputGraph> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(InputGraph::chain(length, "chain " + std::to_string(i)));
+    std::vector<int32_t> ids(static_cast<size_t>(length));
+    for (int32_t k = 0; k < length; ++k) ids[static_cast<size_t>(k)] = (i + k) % vocab;
+    out.back().set_ids("x", std::move(ids));
+  }
+  return out;
+}
+
 double relative_error(const Tensor& a, const Tensor& b) {
   if (a.numel() != b.numel()) return INFINITY;
   double diff = 0, scale = 1e-300;

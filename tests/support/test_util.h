@@ -58,6 +58,19 @@ struct DropoutTreeNet {
   DropoutTreeNet(ParameterSet& ps, int64_t vocab, double p, double q = 0.0);
 };
 
+/// A chain network over graphs with per-vertex ids "x" in [0, vocab):
+/// h = tanh(x·W + gather(0)·U), x a row of E [vocab, hidden]; `loss` sums
+/// every h. The recurrent product gather(0)·U is read only inside its own
+/// task, and ∂F's input gradient dG·Uᵀ runs per task. Adds E, W and U to `ps`.
+struct ChainNet {
+  ChainNet(ParameterSet& ps, int64_t vocab, int64_t hidden, DType dtype = DType::f32);
+  VertexFunction f;
+  Program program;
+  Symbol loss;
+};
+/// `n` chains of `length` vertices, named "chain i", with ids "x" = (i + k) % vocab at vertex k.
+std::vector<InputGraph> id_chains(int n, int32_t length, int32_t vocab);
+
 /// The loss and a copy of every parameter's gradient (in ps.all() order)
 /// after forward(train) and backward over `batch` under `policy`, for
 /// comparing batching policies.

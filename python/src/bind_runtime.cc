@@ -198,6 +198,8 @@ void bind_executor_options(nb::module_& m) {
       .def_rw("fusion", &ExecutorOptions::fusion)
       .def_rw("row_windows", &ExecutorOptions::row_windows)
       .def_rw("task_local_values", &ExecutorOptions::task_local_values)
+      .def_rw("row_windows", &ExecutorOptions::row_windows)
+      .def_rw("task_local_values", &ExecutorOptions::task_local_values)
       .def_rw("streaming", &ExecutorOptions::streaming)
       .def_rw("ios", &ExecutorOptions::ios)
       .def_rw("ios_options", &ExecutorOptions::ios_options)
@@ -240,6 +242,8 @@ void bind_executor(nb::module_& m) {
       .def("set_step", [](PyExecutor& e, uint64_t k) { e.ex->set_step(k); }, nb::arg("step"))
       .def("set_policy", [](PyExecutor& e, const std::string& p) { e.ex->set_policy(parse_policy(p)); })
       .def("preprocess_seconds", [](const PyExecutor& e) { return e.ex->preprocess_seconds(); })
+      .def("held_bytes", [](const PyExecutor& e) { return e.ex->held_bytes(); },
+           "Bytes the values, arenas and value gradients hold now (parameters and optimiser state not included).")
       .def("sparse_grads", [](const PyExecutor& e) { return e.ex->sparse_grads(); })
       .def("allocations", [](const PyExecutor& e) { return e.ex->allocations(); })
       .def_prop_ro("options", [](const PyExecutor& e) { return e.ex->options(); })

@@ -210,6 +210,19 @@ def test_options_as_keyword_arguments():
         sylva.Trainer(p, ps, loss, sylva.Sgd(), bogus=1)
 
 
+def test_task_local_values_hold_less_and_change_nothing():
+    held, losses = [], []
+    for task_local in (True, False):
+        ps, _, p, _, loss = tiny_tree_model()
+        o = sylva.ExecutorOptions(task_local_values=task_local, row_windows=False)
+        assert o.task_local_values is task_local and o.row_windows is False
+        ex = sylva.Executor(p, ps, o)
+        ex.forward(sylva.GraphBatch(tiny_graphs()), "train")
+        losses.append(ex.scalar(loss))
+        held.append(ex.held_bytes())
+    assert losses[0] == losses[1] and 0 < held[0] < held[1]
+
+
 def test_devices():
     assert str(sylva.Device("cpu")) == "cpu" and sylva.Device("cuda:1").index == 1
     assert sylva.Device("cuda").kind == "cuda" and sylva.usable_cpu_cores() >= 1

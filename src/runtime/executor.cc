@@ -517,22 +517,24 @@ const plan::VertexPlan& Executor::vertex_plan(Symbol apply) const {
   return runner_of(impl_->program, impl_->runners, apply).plan();
 }
 
-size_t Executor::held_bytes() const {
+namespace {
+// f summed over every buffer of the program's values, their gradients and the runners' values.
+size_t sum_over_buffers(const Executor::Impl& impl, const std::function<size_t(const Buffer&)>& f) {
   size_t n = 0;
-  for (const auto& s : impl_->values) n += s.buf.capacity();
-  for (const auto& s : impl_->grad_values) n += s.buf.capacity();
-  for (const auto& r : impl_->runners)
-    if (r) n += r->held_bytes();
+  for (const auto* buffers : {&impl.values, &impl.grad_values})
+    for (const auto& s : *buffers) n += f(s.buf);
+  for (const auto& r : impl.runners)
+    if (r) n += r->sum_over_buffers(f);
   return n;
+}
+}  // namespace
+
+size_t Executor::held_bytes() const {
+  return sum_over_buffers(*impl_, [](const Buffer& b) { return b.capacity(); });
 }
 
 size_t Executor::allocations() const {
-  size_t n = 0;
-  for (const auto& s : impl_->values) n += s.buf.allocations();
-  for (const auto& s : impl_->grad_values) n += s.buf.allocations();
-  for (const auto& r : impl_->runners)
-    if (r) n += r->allocations();
-  return n + impl_->store.allocations();
+  return sum_over_buffers(*impl_, [](const Buffer& b) { return b.allocations(); }) + impl_->store.allocations();
 }
 
 }  // namespace sylva

@@ -400,20 +400,11 @@ size_t VertexRunner::bytes_per_row() const {
   return n;
 }
 
-size_t VertexRunner::held_bytes() const {
-  size_t n = scatter_grad_.arena().capacity();
+size_t VertexRunner::sum_over_buffers(const std::function<size_t(const Buffer&)>& f) const {
+  size_t n = f(scatter_grad_.arena());
   for (const Values* v : {&fwd_, &bwd_}) {
-    for (const auto& a : v->arena) n += a.arena().capacity();
-    for (const auto& s : v->fixed) n += s.buf.capacity();
-  }
-  return n;
-}
-
-size_t VertexRunner::allocations() const {
-  size_t n = scatter_grad_.arena().allocations();
-  for (const Values* v : {&fwd_, &bwd_}) {
-    for (const auto& a : v->arena) n += a.arena().allocations();
-    for (const auto& s : v->fixed) n += s.buf.allocations();
+    for (const auto& a : v->arena) n += f(a.arena());
+    for (const auto& s : v->fixed) n += f(s.buf);
   }
   return n;
 }

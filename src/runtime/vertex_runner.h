@@ -67,9 +67,9 @@ class VertexRunner {
   const plan::VertexPlan& plan() const { return *plan_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_.load(); }
-  size_t allocations() const;
-  /// Bytes the values of F and ∂F hold now (capacity, task-local blocks included).
-  size_t held_bytes() const;
+  /// f summed over every buffer of F's and ∂F's values (their capacity:
+  /// Executor::held_bytes; their allocations: Executor::allocations).
+  size_t sum_over_buffers(const std::function<size_t(const Buffer&)>& f) const;
   /// Bytes the per-vertex values of F and ∂F take per row of a minibatch.
   size_t bytes_per_row() const;
 

@@ -51,6 +51,8 @@ constexpr Ablation kAblations[] = {
      "Gathers and slices into values of their own before concat / gather gradients (ExecutorOptions::row_windows off)"},
     {"--no-task-local", "task_local_values", &ExecutorOptions::task_local_values, false,
      "Values read only inside their task kept for the whole minibatch (ExecutorOptions::task_local_values off)"},
+    {"--no-direct-selection", "direct_row_selection", &ExecutorOptions::direct_row_selection, false,
+     "Rows selected from a vertex function's output in vertex order first (ExecutorOptions::direct_row_selection off)"},
     {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,
      "Work outside the task loop on the calling thread (ExecutorOptions::streaming off)"},
 };

@@ -69,7 +69,8 @@ struct Options {
   bool float64 = false;
   bool list = false;
   bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false,
-       no_row_windows = false, no_task_local = false;
+       no_row_windows = false, no_task_local = false,
+       no_direct_selection = false;
   bool projection_in_cell = false, per_gate = false, no_ios = false;
   std::string cell = "tai";
   std::string optimizer = "none";
@@ -158,7 +159,8 @@ StrategyOptions strategy_options(const Options& o) {
   return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .skip_zero_work = !o.no_skip_zero_work,
                        .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
                        .row_windows = !o.no_row_windows,
-                       .task_local_values = !o.no_task_local, .streaming = !o.no_streaming, .ios = !o.no_ios},
+                       .task_local_values = !o.no_task_local,
+                       .direct_row_selection = !o.no_direct_selection, .streaming = !o.no_streaming, .ios = !o.no_ios},
           .measure_movement = o.measure_movement, .optimizer = o.optimizer, .lr = o.lr};
 }
 
@@ -497,6 +499,8 @@ int main(int argc, char** argv) {
                "sylva: gather and slice into values of their own around concats and gather gradients (ablation)");
   app.add_flag("--no-task-local", o.no_task_local,
                "sylva: keep every per-vertex value for the whole minibatch, task-local ones too (ablation)");
+  app.add_flag("--no-direct-selection", o.no_direct_selection,
+               "sylva: lay a vertex function's output out in vertex order before selecting rows of it (ablation)");
   app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
   app.add_flag("--no-eager", o.no_eager, "sylva: switch off eager batching (ablation)");
   app.add_flag("--no-fusion", o.no_fusion, "sylva: switch off fusion of elementwise ops (ablation)");

@@ -1,6 +1,7 @@
 // Plans of the program's static graph and of its gradient.
 #include "sylva/plan/program_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -57,42 +58,59 @@ std::vector<ir::NodeId> gradient_run_order(const ir::Graph& g, const PlanOptions
   return order;
 }
 
+// Marks `mark` nodes in `marks` with `word` after the op name.
 void order_text(std::ostringstream& os, const ir::Graph& g, const std::vector<ir::NodeId>& order,
-                const std::vector<uint8_t>* folded) {
+                const std::vector<uint8_t>& marks, const char* word) {
   os << "'" << g.name() << "': " << order.size() << " nodes in run order\n";
   for (size_t k = 0; k < order.size(); ++k) {
     const Node& n = g.node(order[k]);
     os << "  " << k << ": %" << n.id << " " << ir::op_name(n.op);
-    if (folded && (*folded)[static_cast<size_t>(n.id)]) os << " folded";
+    if (static_cast<size_t>(n.id) < marks.size() && marks[static_cast<size_t>(n.id)]) os << " " << word;
     os << "\n";
   }
+}
+
+std::vector<std::vector<ir::NodeId>> consumers_of(const ir::Graph& g) {
+  std::vector<std::vector<ir::NodeId>> c(g.size());
+  for (const Node& n : g.nodes())
+    for (ir::NodeId in : n.inputs) c[in].push_back(n.id);
+  return c;
 }
 
 }  // namespace
 
 std::string ProgramPlan::to_text(const ir::Graph& program) const {
   std::ostringstream os;
-  order_text(os, program, order, nullptr);
+  order_text(os, program, order, selected_in_place, "rows selected in place");
   return os.str();
 }
 
 std::string ProgramGradPlan::to_text() const {
   std::ostringstream os;
-  order_text(os, *graph, order, &folded);
+  order_text(os, *graph, order, folded, "folded");
   return os.str();
 }
 
 ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options) {
-  return {run_order(program, options)};
+  ProgramPlan plan{run_order(program, options), std::vector<uint8_t>(program.size(), 0)};
+  if (!options.direct_row_selection) return plan;
+  const auto consumers = consumers_of(program);
+  for (const Node& n : program.nodes()) {
+    const auto& cs = consumers[static_cast<size_t>(n.id)];
+    plan.selected_in_place[static_cast<size_t>(n.id)] =
+        n.op == OpKind::Apply && !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](ir::NodeId c) {
+          const Node& m = program.node(c);
+          return m.op == OpKind::SelectRows && m.inputs[0] == n.id && m.inputs[1] != n.id;
+        });
+  }
+  return plan;
 }
 
 ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss, const PlanOptions& options) {
   ProgramGradPlan plan;
   plan.graph = passes::differentiate_program(program, loss);
   const ir::Graph& g = *plan.graph;
-  std::vector<int> consumers(g.size(), 0);
-  for (const Node& n : g.nodes())
-    for (ir::NodeId in : n.inputs) ++consumers[in];
+  const auto consumers = consumers_of(g);
   // Parameters read inside a vertex function get dense gradients there.
   std::set<std::string> dense;
   for (const Node& n : program.nodes())
@@ -101,7 +119,7 @@ ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss,
   for (const Node& n : g.nodes()) {
     if (n.op != OpKind::ParamGradOut) continue;
     const Node& src = g.node(n.inputs[0]);
-    if (src.op == OpKind::LookupGrad && consumers[src.id] == 1) plan.sparse_params.insert(n.attrs.name);
+    if (src.op == OpKind::LookupGrad && consumers[src.id].size() == 1) plan.sparse_params.insert(n.attrs.name);
     else dense.insert(n.attrs.name);
   }
   for (const std::string& d : dense) plan.sparse_params.erase(d);
@@ -109,6 +127,13 @@ ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss,
   plan.folded.assign(folded.begin(), folded.end());
   for (const Node& n : g.nodes())
     if (n.op == OpKind::ParamGradOut && plan.sparse_params.count(n.attrs.name)) plan.folded[n.inputs[0]] = 1;
+  // A row selection's gradient that only a vertex function's gradient reads.
+  for (const Node& n : g.nodes()) {
+    const auto& cs = consumers[static_cast<size_t>(n.id)];
+    if (options.direct_row_selection && n.op == OpKind::ScatterRows && cs.size() == 1 &&
+        g.node(cs[0]).op == OpKind::ApplyGrad && g.node(cs[0]).inputs[0] == n.id)
+      plan.folded[static_cast<size_t>(n.id)] = 1;
+  }
   plan.order = gradient_run_order(g, options);
   // Each parameter's last writer in run order.
   std::map<std::string, size_t> last;

@@ -43,6 +43,7 @@ struct Executor::Impl {
     runners.resize(g.size());
     selections.resize(g.size());
     ids_on_host.resize(g.size());
+    pushed_pending.resize(g.size(), 0);
     for (size_t id = first; id < g.size(); ++id) {
       const Node& n = g.node(static_cast<NodeId>(id));
       if (n.op == OpKind::Param) {
@@ -68,7 +69,8 @@ struct Executor::Impl {
 
   plan::PlanOptions plan_options() const {
     return {.eager_batching = options.eager_batching, .lazy_param_grads = options.lazy_param_grads,
-            .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt};
+            .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt,
+            .direct_row_selection = options.direct_row_selection};
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
@@ -129,15 +131,31 @@ struct Executor::Impl {
         s.position[v] = static_cast<int32_t>(s.rows.size());
         s.rows.push_back(static_cast<int32_t>(v));
       }
+    MatView& out = out_value(values, program.graph(), n);
+    if (pushed_pending[n.inputs[0]]) {  // straight from the vertex function's rows
+      row_table.clear();
+      for (int32_t v : s.rows) row_table.push_back(schedule.row_of_vertex[static_cast<size_t>(v)]);
+      if (!s.rows.empty()) backend.copy_rows(runners[n.inputs[0]]->pushed_rows(), row_table, out, {});
+      return;
+    }
     const MatView& x = values[n.inputs[0]].view;
     SYLVA_CHECK(x.rows == batch_rows, "[select_rows] input %", n.inputs[0], " has ", x.rows,
                 " rows, expected one per vertex (", batch_rows, "); rows already selected cannot be selected again");
-    MatView& out = out_value(values, program.graph(), n);
     if (!s.rows.empty()) backend.copy_rows(x, s.rows, out, {});
     if (n.type.dtype != DType::i32) return;
     std::span<const int32_t> from = host_ids(n.inputs[0]);
     ids_on_host[n.id].clear();
     for (int32_t v : s.rows) ids_on_host[n.id].push_back(from[static_cast<size_t>(v)]);
+  }
+
+  // The value of node `id`, an apply's output laid out in vertex order
+  // first if its selections read it in place.
+  const MatView& forward_value(NodeId id) {
+    if (pushed_pending[id]) {
+      runners[id]->copy_pushed(out_value(values, program.graph(), program.graph().node(id)));
+      pushed_pending[id] = 0;
+    }
+    return values[id].view;
   }
 
   // When apply `n` pulls a lookup's rows: the ids (vertex order), whose -1
@@ -222,7 +240,9 @@ struct Executor::Impl {
           MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
           SYLVA_CHECK(n.inputs.empty() || pull.rows == batch_rows, "[apply] pull input %", n.inputs[0], " has ",
                       pull.rows, " rows, expected one per vertex (", batch_rows, ")");
-          r.forward(pull, out_value(values, g, n), ctx, observer ? &observer : nullptr);
+          pushed_pending[n.id] = program_plan.selected_in_place[n.id];
+          r.forward(pull, pushed_pending[n.id] ? MatView{} : out_value(values, g, n), ctx,
+                    observer ? &observer : nullptr);
           break;
         }
         case OpKind::SelectRows: select_rows(n); break;
@@ -323,7 +343,7 @@ struct Executor::Impl {
       if (gp.folded[n.id]) continue;
       auto start = std::chrono::steady_clock::now();
       switch (n.op) {
-        case OpKind::ForwardValue: gv[n.id].view = values[n.attrs.ref].view; break;
+        case OpKind::ForwardValue: gv[n.id].view = forward_value(n.attrs.ref); break;
         case OpKind::Seed: {
           MatView& s = out_value(gv, g, n);
           dispatch_floating(s.dtype, [&](auto tag) {
@@ -350,7 +370,14 @@ struct Executor::Impl {
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
           MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, g, n);
-          r.backward(gv[n.inputs[0]].view, d_pull, observer ? &observer : nullptr, gradient_tick ? &gradient_tick : nullptr);
+          const Node& d = g.node(n.inputs[0]);
+          row_table.clear();
+          if (gp.folded[d.id]) {  // a row selection's gradient: its rows straight into the function's rows
+            const Selection& s = selections[g.node(d.inputs[1]).attrs.ref];
+            for (int32_t v : schedule.vertex_of_row) row_table.push_back(s.position[static_cast<size_t>(v)]);
+          }
+          r.backward(gv[gp.folded[d.id] ? d.inputs[0] : d.id].view, row_table, d_pull, observer ? &observer : nullptr,
+                     gradient_tick ? &gradient_tick : nullptr);
           break;
         }
         case OpKind::ScatterRows: {  // dy's rows back at the selected vertices, zeros elsewhere
@@ -394,6 +421,8 @@ struct Executor::Impl {
   std::unordered_map<NodeId, plan::ProgramGradPlan> grads;
   RowSparsity sparse;
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
+  std::vector<int32_t> row_table;  // direct row selection: rows of the vertex function's rows
+  std::vector<uint8_t> pushed_pending;  // per apply: its output not laid out yet (forward_value)
   std::vector<char> host_scratch;  // check_numerics: a device value on the host
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;
@@ -446,7 +475,7 @@ MatView Executor::device_value(Symbol s) const {
   SYLVA_CHECK(impl_->forwarded, "[executor] value() called before forward()");
   SYLVA_CHECK(static_cast<size_t>(s.id()) < impl_->values.size(),
               "[executor] the symbol was added to the program after the last forward(); run forward() again");
-  return impl_->values[static_cast<size_t>(s.id())].view;
+  return impl_->forward_value(s.id());
 }
 
 Tensor Executor::value(Symbol s) const {

@@ -135,14 +135,22 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   }
   if (stream) report_side_events(obs);
   run_phase(fwd_, Phase::post, ctx, obs, 0, T, main_);
-  // push: permute the pushed rows from task order back to vertex order.
-  backend_.copy_rows(std::as_const(fwd_.arena[plan_->push_source]).rows(0, schedule_->num_rows()), {}, pushed,
-                     schedule_->vertex_of_row);
+  if (pushed.data) copy_pushed(pushed);
 }
 
-void VertexRunner::backward(MatView d_pushed, MatView d_pull, const Observer* obs, const std::function<void()>* tick) {
-  if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
+MatView VertexRunner::pushed_rows() const {
+  return std::as_const(fwd_.arena[plan_->push_source]).rows(0, schedule_->num_rows());
+}
+
+// push: permute the pushed rows from task order back to vertex order.
+void VertexRunner::copy_pushed(MatView pushed) { backend_.copy_rows(pushed_rows(), {}, pushed, schedule_->vertex_of_row); }
+
+void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull,
+                            const Observer* obs, const std::function<void()>* tick) {
+  if (write_message_grads_) zero_message_grads(unwritten_rows_);
+  else if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
   d_pushed_ = d_pushed;
+  d_pushed_rows_ = d_pushed_rows;
   d_pull_ = d_pull;
   const ExecContext ctx;
   const auto& tasks = schedule_->tasks;

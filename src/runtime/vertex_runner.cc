@@ -130,6 +130,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   absence_ = task_absence(schedule, child_rows_, reduce_offsets_, pull_ids);
   task_pull_zero_.assign(schedule.tasks.size(), 0);
   minus_ones_.assign(static_cast<size_t>(rows), -1);
+  plan_message_writes();
   main_.zero_f.assign(g.size(), 0);
   task_rows_ = 0;
   for (const Task& t : schedule.tasks) task_rows_ = std::max(task_rows_, t.bs);
@@ -172,6 +173,33 @@ MatView VertexRunner::fixed_out(Values& v, const Node& n) {
 
 MatView VertexRunner::scatter_grad_all() { return scatter_grad_.rows(0, schedule_->num_rows()); }
 
+// A row's message gradient is the sum of what its parents' gather
+// gradients send it. Where no row hears from two of them (a forest of trees
+// or chains, each slot gathered once), the one that does writes the row and
+// only the rows none writes (roots) are zeroed: no zero fill of every row
+// before the loop and no read of it under the add. DAGs, a slot gathered
+// twice and gather_reduce keep the fill and the adds.
+void VertexRunner::plan_message_writes() {
+  write_message_grads_ = false;
+  if (plan_->scatter_source == ir::kNoNode || plan_->gathers_all) return;
+  const int64_t rows = schedule_->num_rows();
+  message_writers_.assign(static_cast<size_t>(rows), 0);
+  const plan::GraphPlan& b = plan_->backward;
+  for (const Node& n : b.graph->nodes()) {
+    if (n.op != OpKind::GatherGradOut || !b.runs(n.id)) continue;
+    for (int32_t c : child_rows_[static_cast<size_t>(n.attrs.slot)])
+      if (c >= 0 && ++message_writers_[static_cast<size_t>(c)] > 1) return;
+  }
+  unwritten_rows_.clear();
+  for (int64_t r = 0; r < rows; ++r)
+    if (!message_writers_[static_cast<size_t>(r)]) unwritten_rows_.push_back(static_cast<int32_t>(r));
+  write_message_grads_ = true;
+}
+
+void VertexRunner::zero_message_grads(std::span<const int32_t> rows) {
+  if (!rows.empty()) backend_.copy_rows(scatter_grad_all(), {minus_ones_.data(), rows.size()}, scatter_grad_all(), rows);
+}
+
 std::span<const int32_t> VertexRunner::rows_in(const std::vector<int32_t>& table, const Task& t) {
   return {table.data() + t.offset, static_cast<size_t>(t.bs)};
 }
@@ -185,7 +213,9 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
   const std::span<const int32_t> vertices = rows_in(schedule_->vertex_of_row, t);
   switch (n.op) {
     case OpKind::Pull: backend_.copy_rows(pull_, vertices, out, {}); return;
-    case OpKind::PushGradIn: backend_.copy_rows(d_pushed_, vertices, out, {}); return;
+    case OpKind::PushGradIn:
+      backend_.copy_rows(d_pushed_, d_pushed_rows_.empty() ? vertices : d_pushed_rows_.subspan(t.offset, t.bs), out, {});
+      return;
     case OpKind::Gather: backend_.copy_rows(messages(), rows_in(child_rows_[n.attrs.slot], t), out, {}); return;
     case OpKind::GatherReduce: {
       backend_.fill_zero(out);
@@ -200,9 +230,12 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
   SYLVA_ASSERT(false, "unexpected boundary op ", ir::op_name(n.op));
 }
 
-// An unneeded ∂F node is not computed; unused pull rows get zeros rather
-// than stale values.
+// An unneeded ∂F node is not computed; unused pull rows, and message
+// gradients that are written rather than added, get zeros rather than
+// stale values.
 void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
+  if (n.op == OpKind::GatherGradOut && write_message_grads_)
+    zero_message_grads(rows_in(child_rows_[n.attrs.slot], t));
   if (n.op == OpKind::PullGradOut && d_pull_.data)
     backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
                        {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
@@ -350,10 +383,13 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
       if (windows_ && v.plan->window[n.id]) {  // straight from the sliced value's columns
         const Node& slice = v.plan->graph->node(n.inputs[0]);
         backend_.move_row_windows(view(v, slice.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t),
-                                  {slice.attrs.begin, 0, slice.type.cols()}, true);
+                                  {slice.attrs.begin, 0, slice.type.cols()}, !write_message_grads_);
         return;
       }
-      backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
+      if (write_message_grads_)
+        backend_.copy_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
+      else
+        backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
       return;
     case OpKind::GatherReduceGradOut: {
       const MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());

@@ -57,12 +57,21 @@ class VertexRunner {
   /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
   void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {});
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
-  /// not pull); pushed: [V, h] in vertex order.
+  /// not pull); pushed: [V, h] in vertex order, or none (no data): then
+  /// the pushed rows stay where F wrote them (pushed_rows, copy_pushed).
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
-  /// Runs ∂F over the tasks in reverse: d_pushed [V, h] in, d_pull [V, d]
-  /// out (vertex order); adds parameter gradients into the ParameterSet.
-  /// `tick`, when given, is called after each task of the loop (Executor::set_gradient_hook).
-  void backward(MatView d_pushed, MatView d_pull, const Observer* obs, const std::function<void()>* tick = nullptr);
+  /// What F pushed, in row order (row_of_vertex), after forward().
+  MatView pushed_rows() const;
+  /// What F pushed, into `pushed` [V, h] in vertex order.
+  void copy_pushed(MatView pushed);
+  /// Runs ∂F over the tasks in reverse: d_pushed in, d_pull [V, d] out
+  /// (vertex order); adds parameter gradients into the ParameterSet.
+  /// d_pushed is [V, h] in vertex order, or, with `d_pushed_rows` (one per
+  /// row of the schedule), row r's gradient is d_pushed's row
+  /// d_pushed_rows[r] (-1: zero). `tick`, when given, is called after each
+  /// task of the loop (Executor::set_gradient_hook).
+  void backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull, const Observer* obs,
+                const std::function<void()>* tick = nullptr);
 
   const plan::VertexPlan& plan() const { return *plan_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
@@ -147,6 +156,11 @@ class VertexRunner {
   // host, or on a device known from the lookup's ids alone.
   bool pulled_zero(const MatView& block, size_t ti) const;
   MatView scatter_grad_all();
+  // Whether each row's message gradient has one writer at most (trees,
+  // chains): then it is written rather than added into zeros.
+  void plan_message_writes();
+  // Zeros in the message-gradient rows `rows` (-1 entries skipped).
+  void zero_message_grads(std::span<const int32_t> rows);
 
   std::shared_ptr<const plan::VertexPlan> plan_;
   Backend& backend_;
@@ -161,7 +175,13 @@ class VertexRunner {
   int64_t task_rows_ = 0;  // rows of the largest task of the schedule
   std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
   std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
+  // Message gradients written, not added (plan_message_writes): every row
+  // has at most one gather gradient writing it; the rows none writes.
+  bool write_message_grads_ = false;
+  std::vector<uint8_t> message_writers_;
+  std::vector<int32_t> unwritten_rows_;
   MatView pull_, d_pushed_, d_pull_;
+  std::span<const int32_t> d_pushed_rows_;  // backward(): d_pushed's row per row, or empty (vertex order)
   uint64_t step_ = 0;  // of the last forward (ExecContext::step), for messages
 
   // Skipping zero work (zero_work.h).

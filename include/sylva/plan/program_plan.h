@@ -23,14 +23,22 @@ namespace sylva::plan {
 /// Symbols), else as written.
 struct ProgramPlan {
   std::vector<ir::NodeId> order;
+  /// Per node: an apply whose every consumer is a select_rows of it
+  /// (options.direct_row_selection). Its output is not laid out in vertex
+  /// order: the selections copy their rows straight from the vertex
+  /// function's rows (the whole output only when someone asks for it).
+  std::vector<uint8_t> selected_in_place;
   /// One line per node of `program`, in run order: position, id, op.
   std::string to_text(const ir::Graph& program) const;
 };
 ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options);
 
-/// A program gradient plus the nodes folded into their ParamGradOut:
-/// lookup gradients become sparse row updates of their table (never a
-/// dense [n, d]); parameter-gradient matmuls accumulate into the gradient.
+/// A program gradient plus the nodes folded into their consumer: lookup
+/// gradients become sparse row updates of their table (never a dense
+/// [n, d]); parameter-gradient matmuls accumulate into the gradient; with
+/// options.direct_row_selection, a row selection's gradient (ScatterRows)
+/// read only by a vertex function's gradient goes straight into its rows
+/// (never a dense [vertices, d] of zeros and the selected rows).
 struct ProgramGradPlan {
   std::shared_ptr<const ir::Graph> graph;
   std::vector<ir::NodeId> order;

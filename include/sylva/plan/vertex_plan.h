@@ -34,7 +34,11 @@ struct PlanOptions {
   bool lazy_param_grads = true;
   bool fusion = true;
   std::optional<ios::Options> ios = std::nullopt;
-  /// A key that orders options (the cache's).
+  /// The program's plans only (ExecutorOptions::direct_row_selection):
+  /// rows selected from a vertex function's output come straight from its
+  /// rows, and their gradients go straight back into them.
+  bool direct_row_selection = true;
+  /// A key that orders options (the cache's; the vertex plans' options only).
   std::vector<int> key() const;
 };
 

@@ -73,6 +73,15 @@ struct ExecutorOptions {
   /// reused by every task, instead of a row per vertex of the minibatch.
   /// Less memory, and the block stays in cache from one task to the next.
   bool task_local_values = true;
+  /// Direct row selection: where every consumer of a vertex function's
+  /// output is a select_rows of it (a classifier on the labelled vertices),
+  /// the selections copy their rows straight from the function's rows
+  /// (ProgramPlan::selected_in_place), and a selection's gradient read only
+  /// by the function's gradient goes straight into its rows, instead of
+  /// laying the whole output, and a gradient of zeros and the selected rows,
+  /// out in vertex order first. value() of the output still works: it is
+  /// laid out then.
+  bool direct_row_selection = true;
   /// Streaming: the work eager and lazy batching moved out of the task loop
   /// runs on a second thread while the loop runs -- F's, chunk by chunk
   /// ahead of the tasks that need it (each task waits for its chunk's

@@ -3,7 +3,7 @@
 # "Sylva against the baselines" section: builds the release tree, runs
 # bench_suite over the Cavs-style experiments (one thread), then
 # scripts/plot_benchmarks.py. Needs the SST and PTB data (shared/data or
-# $SYLVA_DATA). About 40 minutes on a 2-core machine.
+# $SYLVA_DATA). About 65 minutes on a 2-core machine with DyNet and libtorch.
 #
 #   bash scripts/bench_figures.sh [results-dir]   (default build/bench-results)
 #

@@ -2,6 +2,7 @@
 #include "sylva/plan/program_plan.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <queue>
@@ -58,14 +59,14 @@ std::vector<ir::NodeId> gradient_run_order(const ir::Graph& g, const PlanOptions
   return order;
 }
 
-// Marks `mark` nodes in `marks` with `word` after the op name.
+// One line per node of `order`, with `word(id)` after the op name where it is not null.
 void order_text(std::ostringstream& os, const ir::Graph& g, const std::vector<ir::NodeId>& order,
-                const std::vector<uint8_t>& marks, const char* word) {
+                const std::function<const char*(size_t)>& word) {
   os << "'" << g.name() << "': " << order.size() << " nodes in run order\n";
   for (size_t k = 0; k < order.size(); ++k) {
     const Node& n = g.node(order[k]);
     os << "  " << k << ": %" << n.id << " " << ir::op_name(n.op);
-    if (static_cast<size_t>(n.id) < marks.size() && marks[static_cast<size_t>(n.id)]) os << " " << word;
+    if (const char* w = word(static_cast<size_t>(n.id))) os << " " << w;
     os << "\n";
   }
 }
@@ -77,31 +78,46 @@ std::vector<std::vector<ir::NodeId>> consumers_of(const ir::Graph& g) {
   return c;
 }
 
+// Whether lookup `n` of `program` is read in place by a vertex function's
+// pull (ProgramPlan::pulled_in_place).
+bool pulled_in_place(const ir::Graph& program, const Node& n, const std::vector<ir::NodeId>& consumers) {
+  if (n.op != OpKind::Lookup || consumers.size() != 1) return false;
+  const Node& apply = program.node(consumers[0]);
+  return apply.op == OpKind::Apply && apply.inputs.size() == 1 && apply.inputs[0] == n.id &&
+         program.node(n.inputs[0]).op == OpKind::Param && program.node(n.inputs[1]).op == OpKind::InputIds;
+}
+
 }  // namespace
 
 std::string ProgramPlan::to_text(const ir::Graph& program) const {
   std::ostringstream os;
-  order_text(os, program, order, selected_in_place, "rows selected in place");
+  order_text(os, program, order, [&](size_t id) -> const char* {
+    return selected_in_place[id] ? "rows selected in place" : pulled_in_place[id] ? "pulled in place" : nullptr;
+  });
   return os.str();
 }
 
 std::string ProgramGradPlan::to_text() const {
   std::ostringstream os;
-  order_text(os, *graph, order, folded, "folded");
+  order_text(os, *graph, order, [&](size_t id) -> const char* {
+    return folded[id] ? "folded" : pull_grad_in_place[id] ? "pull gradient into the table" : nullptr;
+  });
   return os.str();
 }
 
 ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options) {
-  ProgramPlan plan{run_order(program, options), std::vector<uint8_t>(program.size(), 0)};
-  if (!options.direct_row_selection) return plan;
+  ProgramPlan plan{run_order(program, options), std::vector<uint8_t>(program.size(), 0),
+                   std::vector<uint8_t>(program.size(), 0)};
   const auto consumers = consumers_of(program);
   for (const Node& n : program.nodes()) {
     const auto& cs = consumers[static_cast<size_t>(n.id)];
     plan.selected_in_place[static_cast<size_t>(n.id)] =
-        n.op == OpKind::Apply && !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](ir::NodeId c) {
+        options.direct_row_selection && n.op == OpKind::Apply && !cs.empty() &&
+        std::all_of(cs.begin(), cs.end(), [&](ir::NodeId c) {
           const Node& m = program.node(c);
           return m.op == OpKind::SelectRows && m.inputs[0] == n.id && m.inputs[1] != n.id;
         });
+    plan.pulled_in_place[static_cast<size_t>(n.id)] = options.pull_from_table && pulled_in_place(program, n, cs);
   }
   return plan;
 }
@@ -133,6 +149,20 @@ ProgramGradPlan plan_program_gradient(const ir::Graph& program, ir::NodeId loss,
     if (options.direct_row_selection && n.op == OpKind::ScatterRows && cs.size() == 1 &&
         g.node(cs[0]).op == OpKind::ApplyGrad && g.node(cs[0]).inputs[0] == n.id)
       plan.folded[static_cast<size_t>(n.id)] = 1;
+  }
+  // A pull gradient straight into its table's gradient rows.
+  plan.pull_grad_in_place.assign(g.size(), 0);
+  const auto program_consumers = consumers_of(program);
+  for (const Node& n : g.nodes()) {
+    if (!options.pull_from_table || n.op != OpKind::ParamGradOut || !plan.sparse_params.count(n.attrs.name)) continue;
+    const Node& d = g.node(g.node(n.inputs[0]).inputs[0]);  // LookupGrad(dy, ids)'s dy
+    if (d.op != OpKind::ApplyGrad) continue;
+    const Node& apply = program.node(d.attrs.ref);
+    if (apply.inputs.empty()) continue;
+    const Node& lookup = program.node(apply.inputs[0]);
+    if (pulled_in_place(program, lookup, program_consumers[static_cast<size_t>(lookup.id)]) &&
+        program.node(lookup.inputs[0]).attrs.name == n.attrs.name)
+      plan.pull_grad_in_place[static_cast<size_t>(d.id)] = 1;
   }
   plan.order = gradient_run_order(g, options);
   // Each parameter's last writer in run order.

@@ -43,7 +43,7 @@ struct Executor::Impl {
     runners.resize(g.size());
     selections.resize(g.size());
     ids_on_host.resize(g.size());
-    pushed_pending.resize(g.size(), 0);
+    pending.resize(g.size(), 0);
     for (size_t id = first; id < g.size(); ++id) {
       const Node& n = g.node(static_cast<NodeId>(id));
       if (n.op == OpKind::Param) {
@@ -70,7 +70,7 @@ struct Executor::Impl {
   plan::PlanOptions plan_options() const {
     return {.eager_batching = options.eager_batching, .lazy_param_grads = options.lazy_param_grads,
             .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt,
-            .direct_row_selection = options.direct_row_selection};
+            .direct_row_selection = options.direct_row_selection, .pull_from_table = options.pull_from_table};
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
@@ -132,7 +132,7 @@ struct Executor::Impl {
         s.rows.push_back(static_cast<int32_t>(v));
       }
     MatView& out = out_value(values, program.graph(), n);
-    if (pushed_pending[n.inputs[0]]) {  // straight from the vertex function's rows
+    if (pending[n.inputs[0]]) {  // straight from the vertex function's rows
       row_table.clear();
       for (int32_t v : s.rows) row_table.push_back(schedule.row_of_vertex[static_cast<size_t>(v)]);
       if (!s.rows.empty()) backend.copy_rows(runners[n.inputs[0]]->pushed_rows(), row_table, out, {});
@@ -148,14 +148,24 @@ struct Executor::Impl {
     for (int32_t v : s.rows) ids_on_host[n.id].push_back(from[static_cast<size_t>(v)]);
   }
 
-  // The value of node `id`, an apply's output laid out in vertex order
-  // first if its selections read it in place.
+  // The value of node `id`, laid out first if it was used in place: an
+  // apply's output its selections read, a lookup a pull read.
   const MatView& forward_value(NodeId id) {
-    if (pushed_pending[id]) {
-      runners[id]->copy_pushed(out_value(values, program.graph(), program.graph().node(id)));
-      pushed_pending[id] = 0;
+    if (pending[id]) {
+      pending[id] = 0;
+      const Node& n = program.graph().node(id);
+      if (n.op == OpKind::Apply) runners[id]->copy_pushed(out_value(values, program.graph(), n));
+      else run_kernel(n, ExecContext{});
     }
     return values[id].view;
+  }
+
+  void run_kernel(const Node& n, const ExecContext& ctx) {
+    std::vector<MatView>& ins = scratch;
+    ins.clear();
+    for (NodeId in : n.inputs) ins.push_back(values[in].view);
+    backend.run({n, ins, out_value(values, program.graph(), n), ctx});
+    if (options.check_numerics) check_numerics(n, values, "forward");
   }
 
   // When apply `n` pulls a lookup's rows: the ids (vertex order), whose -1
@@ -235,14 +245,15 @@ struct Executor::Impl {
         case OpKind::Apply: {
           VertexRunner& r = *runners[n.id];
           const auto t1 = std::chrono::steady_clock::now();
-          r.prepare(b, schedule, lookup_ids_of_pull(n));
+          const bool table = !n.inputs.empty() && program_plan.pulled_in_place[n.inputs[0]];
+          r.prepare(b, schedule, lookup_ids_of_pull(n), table);
           preprocess += std::chrono::steady_clock::now() - t1;
-          MatView pull = n.inputs.empty() ? MatView{} : values[n.inputs[0]].view;
-          SYLVA_CHECK(n.inputs.empty() || pull.rows == batch_rows, "[apply] pull input %", n.inputs[0], " has ",
-                      pull.rows, " rows, expected one per vertex (", batch_rows, ")");
-          pushed_pending[n.id] = program_plan.selected_in_place[n.id];
-          r.forward(pull, pushed_pending[n.id] ? MatView{} : out_value(values, g, n), ctx,
-                    observer ? &observer : nullptr);
+          const NodeId source = table ? g.node(n.inputs[0]).inputs[0] : n.inputs.empty() ? ir::kNoNode : n.inputs[0];
+          MatView pull = source == ir::kNoNode ? MatView{} : values[source].view;
+          SYLVA_CHECK(n.inputs.empty() || table || pull.rows == batch_rows, "[apply] pull input %", n.inputs[0],
+                      " has ", pull.rows, " rows, expected one per vertex (", batch_rows, ")");
+          pending[n.id] = program_plan.selected_in_place[n.id];
+          r.forward(pull, pending[n.id] ? MatView{} : out_value(values, g, n), ctx, observer ? &observer : nullptr);
           break;
         }
         case OpKind::SelectRows: select_rows(n); break;
@@ -252,8 +263,8 @@ struct Executor::Impl {
           for (NodeId in : n.inputs) ins.push_back(values[in].view);
           check_rows(n, ins);
           check_ids(n, ins);
-          backend.run({n, ins, out_value(values, g, n), ctx});
-          if (options.check_numerics) check_numerics(n, values, "forward");
+          pending[n.id] = program_plan.pulled_in_place[n.id];  // the pull reads the table
+          if (!pending[n.id]) run_kernel(n, ctx);
         }
       }
       observe(n, g, values, start);
@@ -313,8 +324,10 @@ struct Executor::Impl {
     return it->second;
   }
 
-  // grad[ids[r]] += dy[r] for the rows of a lookup; records the rows.
-  void sparse_accumulate(const ir::Graph& g, const Node& lookup_grad, std::vector<ValueBuffer>& gv, Parameter& prm) {
+  // grad[ids[r]] += dy[r] for the rows of a lookup (unless a vertex
+  // function's pull gradient went into them already); records the rows.
+  void sparse_accumulate(const ir::Graph& g, const Node& lookup_grad, std::vector<ValueBuffer>& gv, Parameter& prm,
+                         bool add) {
     const MatView& dy = gv[lookup_grad.inputs[0]].view;
     const MatView& ids = gv[lookup_grad.inputs[1]].view;
     const Node& ids_node = g.node(lookup_grad.inputs[1]);
@@ -327,7 +340,7 @@ struct Executor::Impl {
                   ") of '", prm.name, "'");
       if (id[r] >= 0) rows.push_back(id[r]);
     }
-    backend.add_rows(dy, {}, store.grad(prm.name), {id, static_cast<size_t>(ids.rows)});
+    if (add) backend.add_rows(dy, {}, store.grad(prm.name), {id, static_cast<size_t>(ids.rows)});
   }
 
   void backward(NodeId loss, double seed) {
@@ -355,8 +368,8 @@ struct Executor::Impl {
         case OpKind::ParamGradOut:
           if (!gp.folded[n.inputs[0]]) {
             backend.accumulate(gv[n.inputs[0]].view, store.grad(n.attrs.name));
-          } else if (g.node(n.inputs[0]).op == OpKind::LookupGrad) {
-            sparse_accumulate(g, g.node(n.inputs[0]), gv, store.host(n.attrs.name));
+          } else if (const Node& lg = g.node(n.inputs[0]); lg.op == OpKind::LookupGrad) {
+            sparse_accumulate(g, lg, gv, store.host(n.attrs.name), !gp.pull_grad_in_place[lg.inputs[0]]);
           } else {  // grad += A·B straight into the gradient
             const Node& mm = g.node(n.inputs[0]);
             scratch.clear();
@@ -369,15 +382,21 @@ struct Executor::Impl {
           break;
         case OpKind::ApplyGrad: {
           VertexRunner& r = *runners[n.attrs.ref];
-          MatView d_pull = program.graph().node(n.attrs.ref).inputs.empty() ? MatView{} : out_value(gv, g, n);
+          const Node& apply = program.graph().node(n.attrs.ref);
+          const auto table = [&]() -> const std::string& {
+            return program.graph().node(program.graph().node(apply.inputs[0]).inputs[0]).attrs.name;
+          };
+          MatView d_pull = apply.inputs.empty()             ? MatView{}
+                           : gp.pull_grad_in_place[n.id] ? store.grad(table())  // rows added in place
+                                                         : out_value(gv, g, n);
           const Node& d = g.node(n.inputs[0]);
           row_table.clear();
           if (gp.folded[d.id]) {  // a row selection's gradient: its rows straight into the function's rows
             const Selection& s = selections[g.node(d.inputs[1]).attrs.ref];
             for (int32_t v : schedule.vertex_of_row) row_table.push_back(s.position[static_cast<size_t>(v)]);
           }
-          r.backward(gv[gp.folded[d.id] ? d.inputs[0] : d.id].view, row_table, d_pull, observer ? &observer : nullptr,
-                     gradient_tick ? &gradient_tick : nullptr);
+          r.backward(gv[gp.folded[d.id] ? d.inputs[0] : d.id].view, row_table, d_pull, gp.pull_grad_in_place[n.id],
+                     observer ? &observer : nullptr, gradient_tick ? &gradient_tick : nullptr);
           break;
         }
         case OpKind::ScatterRows: {  // dy's rows back at the selected vertices, zeros elsewhere
@@ -422,7 +441,7 @@ struct Executor::Impl {
   RowSparsity sparse;
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
   std::vector<int32_t> row_table;  // direct row selection: rows of the vertex function's rows
-  std::vector<uint8_t> pushed_pending;  // per apply: its output not laid out yet (forward_value)
+  std::vector<uint8_t> pending;  // per node: used in place, its value not laid out yet (forward_value)
   std::vector<char> host_scratch;  // check_numerics: a device value on the host
   const GraphBatch* batch = nullptr;
   int64_t batch_rows = 0;

@@ -146,12 +146,14 @@ MatView VertexRunner::pushed_rows() const {
 void VertexRunner::copy_pushed(MatView pushed) { backend_.copy_rows(pushed_rows(), {}, pushed, schedule_->vertex_of_row); }
 
 void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull,
-                            const Observer* obs, const std::function<void()>* tick) {
+                            bool d_pull_table, const Observer* obs, const std::function<void()>* tick) {
+  SYLVA_ASSERT(!d_pull_table || !pull_rows_.empty(), "a pull gradient into a table the pull did not read");
   if (write_message_grads_) zero_message_grads(unwritten_rows_);
   else if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
   d_pushed_ = d_pushed;
   d_pushed_rows_ = d_pushed_rows;
   d_pull_ = d_pull;
+  d_pull_table_ = d_pull_table;
   const ExecContext ctx;
   const auto& tasks = schedule_->tasks;
   const size_t T = tasks.size();

@@ -90,7 +90,8 @@ bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
   return absence_[ti].pull_grad_unused;  // every row looked up id -1
 }
 
-void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids) {
+void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids,
+                           bool pull_from_table) {
   batch_ = &batch;
   schedule_ = &schedule;
   const ir::Graph& g = *plan_->forward.graph;
@@ -126,6 +127,11 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
         }
       reduce_offsets_[r + 1] = static_cast<int32_t>(reduce_src_.size());
     }
+  }
+  pull_rows_.clear();
+  if (pull_from_table) {  // row r pulls the table's row of its vertex's id
+    SYLVA_ASSERT(!pull_ids.empty(), "a pull from a table without ids");
+    for (int64_t r = 0; r < rows; ++r) pull_rows_.push_back(pull_ids[static_cast<size_t>(schedule.vertex_of_row[r])]);
   }
   absence_ = task_absence(schedule, child_rows_, reduce_offsets_, pull_ids);
   task_pull_zero_.assign(schedule.tasks.size(), 0);
@@ -212,7 +218,9 @@ MatView VertexRunner::messages() const {
 void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
   const std::span<const int32_t> vertices = rows_in(schedule_->vertex_of_row, t);
   switch (n.op) {
-    case OpKind::Pull: backend_.copy_rows(pull_, vertices, out, {}); return;
+    case OpKind::Pull:  // from [V, d] in vertex order, or a table (pull_from_table)
+      backend_.copy_rows(pull_, pull_rows_.empty() ? vertices : rows_in(pull_rows_, t), out, {});
+      return;
     case OpKind::PushGradIn:
       backend_.copy_rows(d_pushed_, d_pushed_rows_.empty() ? vertices : d_pushed_rows_.subspan(t.offset, t.bs), out, {});
       return;
@@ -236,7 +244,7 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
 void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
   if (n.op == OpKind::GatherGradOut && write_message_grads_)
     zero_message_grads(rows_in(child_rows_[n.attrs.slot], t));
-  if (n.op == OpKind::PullGradOut && d_pull_.data)
+  if (n.op == OpKind::PullGradOut && d_pull_.data && !d_pull_table_)  // a table's rows: ids -1, nothing to add
     backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
                        {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
   ++skipped_;
@@ -400,7 +408,9 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
       return;
     }
     case OpKind::PullGradOut:
-      if (d_pull_.data) backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(schedule_->vertex_of_row, t));
+      if (!d_pull_.data) return;
+      if (d_pull_table_) backend_.add_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(pull_rows_, t));
+      else backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(schedule_->vertex_of_row, t));
       return;
     case OpKind::ParamGradOut: {
       MatView grad = params_.grad(n.attrs.name);

@@ -55,9 +55,13 @@ class VertexRunner {
   /// index tables and sizes every arena for the schedule's rows.
   /// `pull_ids` (vertex order, may be empty): when F's pull input is a
   /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
-  void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {});
+  /// `pull_from_table`: forward()'s pull is the lookup's table, not the
+  /// lookup (ExecutorOptions::pull_from_table).
+  void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {},
+               bool pull_from_table = false);
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
-  /// not pull); pushed: [V, h] in vertex order, or none (no data): then
+  /// not pull), or with prepare's pull_from_table the table, row r pulling
+  /// its row pull_ids[vertex of r] (-1: zeros); pushed: [V, h] in vertex order, or none (no data): then
   /// the pushed rows stay where F wrote them (pushed_rows, copy_pushed).
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
   /// What F pushed, in row order (row_of_vertex), after forward().
@@ -68,10 +72,12 @@ class VertexRunner {
   /// (vertex order); adds parameter gradients into the ParameterSet.
   /// d_pushed is [V, h] in vertex order, or, with `d_pushed_rows` (one per
   /// row of the schedule), row r's gradient is d_pushed's row
-  /// d_pushed_rows[r] (-1: zero). `tick`, when given, is called after each
-  /// task of the loop (Executor::set_gradient_hook).
-  void backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull, const Observer* obs,
-                const std::function<void()>* tick = nullptr);
+  /// d_pushed_rows[r] (-1: zero). With `d_pull_table` (after a prepare
+  /// with pull_from_table), d_pull is the table's gradient and each row's
+  /// pull gradient is added into the row it pulled. `tick`, when given, is
+  /// called after each task of the loop (Executor::set_gradient_hook).
+  void backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull, bool d_pull_table,
+                const Observer* obs, const std::function<void()>* tick = nullptr);
 
   const plan::VertexPlan& plan() const { return *plan_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
@@ -181,6 +187,8 @@ class VertexRunner {
   std::vector<uint8_t> message_writers_;
   std::vector<int32_t> unwritten_rows_;
   MatView pull_, d_pushed_, d_pull_;
+  std::vector<int32_t> pull_rows_;  // pull_from_table: per row, the table row it pulls (-1: zeros); else empty
+  bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)
   std::span<const int32_t> d_pushed_rows_;  // backward(): d_pushed's row per row, or empty (vertex order)
   uint64_t step_ = 0;  // of the last forward (ExecContext::step), for messages
 

@@ -28,6 +28,11 @@ struct ProgramPlan {
   /// order: the selections copy their rows straight from the vertex
   /// function's rows (the whole output only when someone asks for it).
   std::vector<uint8_t> selected_in_place;
+  /// Per node: a lookup of a parameter by input_ids that only a vertex
+  /// function's pull reads (options.pull_from_table). It is not laid out:
+  /// the pull copies its rows straight from the table (the lookup's value
+  /// only when someone asks for it).
+  std::vector<uint8_t> pulled_in_place;
   /// One line per node of `program`, in run order: position, id, op.
   std::string to_text(const ir::Graph& program) const;
 };
@@ -45,6 +50,11 @@ struct ProgramGradPlan {
   std::vector<uint8_t> folded;
   /// Parameters whose whole gradient is one lookup's: updated row by row.
   std::set<std::string> sparse_params;
+  /// Per node: an ApplyGrad whose pull gradient goes straight into its
+  /// table's gradient rows (options.pull_from_table; the pull read a lookup
+  /// in place and that table is in sparse_params). The lookup's gradient
+  /// is folded; its ParamGradOut only records the rows.
+  std::vector<uint8_t> pull_grad_in_place;
   /// Per position of `order`: the parameters whose gradient is final once
   /// that node ran (its last writer: a ParamGradOut, or the ApplyGrad of a
   /// vertex function reading it), each named once. A parameter named

@@ -38,6 +38,10 @@ struct PlanOptions {
   /// rows selected from a vertex function's output come straight from its
   /// rows, and their gradients go straight back into them.
   bool direct_row_selection = true;
+  /// The program's plans only (ExecutorOptions::pull_from_table): a
+  /// lookup read only by a vertex function's pull is not laid out; the
+  /// pull reads the table's rows, and its gradient goes into the table's.
+  bool pull_from_table = true;
   /// A key that orders options (the cache's; the vertex plans' options only).
   std::vector<int> key() const;
 };

@@ -82,6 +82,15 @@ struct ExecutorOptions {
   /// out in vertex order first. value() of the output still works: it is
   /// laid out then.
   bool direct_row_selection = true;
+  /// Pulls from the table: where a vertex function's pull input is a
+  /// lookup of a parameter (an embedding table) by input_ids, read by
+  /// nothing else, F's pull copies its rows straight from the table
+  /// (ProgramPlan::pulled_in_place) and, where that table's gradient is
+  /// the lookup's alone (row-sparse), ∂F's pull gradient is added straight
+  /// into the table's gradient rows -- instead of laying the looked-up rows
+  /// and their gradient out in vertex order ([V, d] each) in between.
+  /// value() of the lookup still works: it is computed then.
+  bool pull_from_table = true;
   /// Streaming: the work eager and lazy batching moved out of the task loop
   /// runs on a second thread while the loop runs -- F's, chunk by chunk
   /// ahead of the tasks that need it (each task waits for its chunk's

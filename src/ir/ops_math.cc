@@ -94,7 +94,10 @@ ValueType infer_unary(const Node& n, T in) {
   return in[0];
 }
 
-// y' rules that read the output y (tanh, sigmoid) or the input x (relu, log).
+// y' rules that read the output y (tanh, sigmoid, relu) or the input x
+// (log). Relu's reads y = relu(x), positive exactly where x is: ∂F then
+// needs only the value F keeps anyway (a cell's output, its message), not
+// the pre-activation too (as PyTorch's relu backward reads its result).
 template <OpKind G, bool UsesOutput>
 void grad_unary(GradContext& c) {
   if (c.needs_grad(0)) c.add_grad(0, c.emit(G, {UsesOutput ? c.output() : c.input(0), c.dy()}));
@@ -163,7 +166,7 @@ void define_math_ops(Table& t) {
   entry(t, OpKind::Mul) = {"mul", kElem, 2, 2, infer_binary, grad_mul, Zeros::any, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Tanh) = {"tanh", kElem, 1, 1, infer_unary, grad_unary<OpKind::TanhGrad, true>, Zeros::input0, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Sigmoid) = {"sigmoid", kElem, 1, 1, infer_unary, grad_unary<OpKind::SigmoidGrad, true>, Zeros::never, kEw, Ids::none, flops_per_element};
-  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, false>, Zeros::input0, kEw, Ids::none, flops_per_element};
+  entry(t, OpKind::Relu) = {"relu", kElem, 1, 1, infer_unary, grad_unary<OpKind::ReluGrad, true>, Zeros::input0, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Exp) = {"exp", kElem, 1, 1, infer_unary, grad_exp, Zeros::never, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Log) = {"log", kElem, 1, 1, infer_unary, grad_unary<OpKind::LogGrad, false>, Zeros::never, kEw, Ids::none, flops_per_element};
   entry(t, OpKind::Scale) = {"scale", kElem, 1, 1, infer_unary, grad_scale, Zeros::input0, kEw, Ids::none, flops_per_element};

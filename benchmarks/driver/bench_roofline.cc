@@ -53,6 +53,8 @@ constexpr Ablation kAblations[] = {
      "Values read only inside their task kept for the whole minibatch (ExecutorOptions::task_local_values off)"},
     {"--no-direct-selection", "direct_row_selection", &ExecutorOptions::direct_row_selection, false,
      "Rows selected from a vertex function's output in vertex order first (ExecutorOptions::direct_row_selection off)"},
+    {"--no-children-in-place", "children_in_place", &ExecutorOptions::children_in_place, false,
+     "Children's messages copied into concats even where consecutive (ExecutorOptions::children_in_place off)"},
     {"--no-pull-from-table", "pull_from_table", &ExecutorOptions::pull_from_table, false,
      "A lookup's rows laid out in vertex order before F pulls them (ExecutorOptions::pull_from_table off)"},
     {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,

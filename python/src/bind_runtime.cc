@@ -200,6 +200,7 @@ void bind_executor_options(nb::module_& m) {
       .def_rw("task_local_values", &ExecutorOptions::task_local_values)
       .def_rw("direct_row_selection", &ExecutorOptions::direct_row_selection)
       .def_rw("pull_from_table", &ExecutorOptions::pull_from_table)
+      .def_rw("children_in_place", &ExecutorOptions::children_in_place)
       .def_rw("streaming", &ExecutorOptions::streaming)
       .def_rw("ios", &ExecutorOptions::ios)
       .def_rw("ios_options", &ExecutorOptions::ios_options)

@@ -55,7 +55,8 @@ struct Executor::Impl {
                                                        detail::RunnerOptions{options.skip_zero_work, streaming(),
                                                                              options.check_numerics,
                                                                              options.row_windows,
-                                                                             options.task_local_values});
+                                                                             options.task_local_values,
+                                                                             options.children_in_place});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",

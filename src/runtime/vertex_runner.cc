@@ -64,6 +64,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   }
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
+  find_children_blocks();
 }
 
 VertexRunner::~VertexRunner() = default;
@@ -137,6 +138,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   task_pull_zero_.assign(schedule.tasks.size(), 0);
   minus_ones_.assign(static_cast<size_t>(rows), -1);
   plan_message_writes();
+  plan_children_blocks();
   main_.zero_f.assign(g.size(), 0);
   task_rows_ = 0;
   for (const Task& t : schedule.tasks) task_rows_ = std::max(task_rows_, t.bs);
@@ -163,7 +165,10 @@ void VertexRunner::reserve(Values& v, size_t i) {
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
   const Node& n = v.plan->graph->node(id);
   switch (v.plan->home[id]) {
-    case Home::arena: return v.arena[id].rows(task_local(v, static_cast<size_t>(id)) ? 0 : t.offset, t.bs);
+    case Home::arena:
+      if (children_blocks_ && id == (v.backward ? grad_block_ : concat_block_))
+        if (const MatView block = children_block(v.backward, t); block.data) return block;
+      return v.arena[id].rows(task_local(v, static_cast<size_t>(id)) ? 0 : t.offset, t.bs);
     case Home::fixed: return v.fixed[id].view;
     case Home::param: return params_.value(n.attrs.name);
     case Home::forward: return view(fwd_, n.attrs.ref, t);
@@ -341,6 +346,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     ++skipped_;  // known zero: no kernel
     return;
   }
+  if (in_children_block(v, n, t)) return;  // the rows are where they belong already
   exec_node(v, n, t, task_index, ctx, obs, main_);
   if (skip && pull) {
     const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));

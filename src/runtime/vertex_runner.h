@@ -41,6 +41,7 @@ struct RunnerOptions {
   bool check_numerics = false;
   bool row_windows = true;
   bool task_local_values = true;
+  bool children_in_place = true;
 };
 
 class VertexRunner {
@@ -167,6 +168,13 @@ class VertexRunner {
   void plan_message_writes();
   // Zeros in the message-gradient rows `rows` (-1 entries skipped).
   void zero_message_grads(std::span<const int32_t> rows);
+  // Children in place (children_blocks.cc): F's concat and ∂F's value
+  // that are views of the children's rows, when the batch allows.
+  void find_children_blocks();
+  void plan_children_blocks();
+  MatView children_block(bool backward, const Task& t);
+  // Whether n is F's concat or a gather gradient of ∂F and t's rows have their children in place.
+  bool in_children_block(const Values& v, const ir::Node& n, const Task& t);
 
   std::shared_ptr<const plan::VertexPlan> plan_;
   Backend& backend_;
@@ -186,6 +194,13 @@ class VertexRunner {
   bool write_message_grads_ = false;
   std::vector<uint8_t> message_writers_;
   std::vector<int32_t> unwritten_rows_;
+  // Children in place: F's concat of the gathers and ∂F's value whose
+  // slices are the gather gradients (kNoNode: F has no such pair); whether
+  // this batch has them in place; per row its first child's row (-1: none);
+  // prefix counts of the rows that have.
+  ir::NodeId concat_block_ = ir::kNoNode, grad_block_ = ir::kNoNode;
+  bool children_blocks_ = false;
+  std::vector<int32_t> child_base_, blocked_rows_;
   MatView pull_, d_pushed_, d_pull_;
   std::vector<int32_t> pull_rows_;  // pull_from_table: per row, the table row it pulls (-1: zeros); else empty
   bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)

@@ -73,6 +73,15 @@ struct ExecutorOptions {
   /// reused by every task, instead of a row per vertex of the minibatch.
   /// Less memory, and the block stays in cache from one task to the next.
   bool task_local_values = true;
+  /// Children in place: where, in a minibatch, every vertex's children
+  /// sit in consecutive rows in slot order and the children of consecutive
+  /// rows follow one another (complete trees in BFS order: Cavs's
+  /// contiguous blocks), F's concat of gather(0) .. gather(S-1) is a view
+  /// of the children's message rows ([bs, S·h] over the same memory as
+  /// [S·bs, h]) and ∂F writes that concat's gradient straight into the
+  /// children's message-gradient rows: neither copies a row. Needs
+  /// row_windows and skip_zero_work; any other batch runs as before.
+  bool children_in_place = true;
   /// Direct row selection: where every consumer of a vertex function's
   /// output is a select_rows of it (a classifier on the labelled vertices),
   /// the selections copy their rows straight from the function's rows

@@ -6,6 +6,8 @@
 // [S·bs, h] rows of the messages -- and ∂F writes the gradient of that
 // concat straight into the children's message-gradient rows. Neither the
 // gathers nor the gather gradients copy a row.
+#include <algorithm>
+
 #include "vertex_runner.h"
 
 namespace sylva::detail {
@@ -70,8 +72,10 @@ void VertexRunner::plan_children_blocks() {
   child_base_.assign(static_cast<size_t>(rows), -1);
   blocked_rows_.assign(static_cast<size_t>(rows) + 1, 0);
   int64_t next = -1, any = 0;
+  unblocked_rows_ = 0;
   for (const Task& t : schedule_->tasks) {
     const bool leaf = child_rows_[0][static_cast<size_t>(t.offset)] < 0;
+    if (leaf) unblocked_rows_ = std::max(unblocked_rows_, t.offset + t.bs);
     for (int64_t r = t.offset; r < t.offset + t.bs; ++r) {
       const int32_t c = child_rows_[0][static_cast<size_t>(r)];
       if (!leaf && c < 0) return;  // a task of rows with children and rows without

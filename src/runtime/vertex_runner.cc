@@ -159,6 +159,10 @@ bool VertexRunner::task_local(const Values& v, size_t i) const {
 }
 
 void VertexRunner::reserve(Values& v, size_t i) {
+  if (children_blocks_ && !v.backward && static_cast<NodeId>(i) == concat_block_) {  // its other rows are views
+    v.arena[i].reserve_rows(unblocked_rows_);
+    return;
+  }
   v.arena[i].reserve_rows(task_local(v, i) ? task_rows_ : schedule_->num_rows());
 }
 

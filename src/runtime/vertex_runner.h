@@ -201,6 +201,7 @@ class VertexRunner {
   ir::NodeId concat_block_ = ir::kNoNode, grad_block_ = ir::kNoNode;
   bool children_blocks_ = false;
   std::vector<int32_t> child_base_, blocked_rows_;
+  int64_t unblocked_rows_ = 0;  // the concat's arena rows still used: up to the last row without children
   MatView pull_, d_pushed_, d_pull_;
   std::vector<int32_t> pull_rows_;  // pull_from_table: per row, the table row it pulls (-1: zeros); else empty
   bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)

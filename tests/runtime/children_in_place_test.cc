@@ -121,5 +121,24 @@ TEST(ChildrenInPlace, CopiesNoRowWhereTheChildrenAreConsecutive) {
   }
 }
 
+TEST(ChildrenInPlace, HoldsNoConcatRowsForParents) {
+  const std::vector<InputGraph> gs = graphs(Shape::complete, 3, 2, false);
+  const GraphBatch b = GraphBatch::of(gs);
+  int64_t parents = 0;
+  for (const InputGraph& g : gs)
+    for (int32_t v = 0; v < g.num_vertices(); ++v) parents += !g.children(v).empty();
+  size_t held[2] = {0, 0};
+  for (bool on : {true, false}) {
+    ParameterSet ps{DType::f64, 3};
+    Net m(ps, false);
+    Executor ex(m.p, ps, test::on_test_device({.children_in_place = on}));
+    ex.forward(b, Mode::train);
+    ex.backward(m.loss);
+    held[on] = ex.held_bytes();
+  }
+  // The concat's rows [parents, 2h] are views of the children's messages.
+  EXPECT_LE(held[1] + static_cast<size_t>(parents * 2 * kH) * sizeof(double), held[0]);
+}
+
 }  // namespace
 }  // namespace sylva

@@ -21,32 +21,20 @@ namespace {
 constexpr int32_t kVocab = 9, kClasses = 3;
 constexpr int64_t kH = 5;
 
-// gated_tree: trees whose children's messages are multiplied by x, so a
-// task that pulled only zero rows (ids -1) sends its children a gradient
-// known to be zero: ∂F skips the gather gradients, and their rows must
-// still come out zero.
-enum class Family { tree, chain, dag, gated_tree };
+// test::Family: trees, chains, DAGs and gated trees (their skipped gather
+// gradients' rows must still come out zero).
+using test::Family;
 // Who reads the apply's output: one select_rows; two; a select_rows and a sum of all of it.
 enum class Readers { select, two_selects, select_and_sum };
 
-// h = tanh([h_0; h_1]·W + x) (DAGs: tanh(Σ children·W + x)); the
-// classifier reads only the labelled rows.
+// F: test::family_cell; the classifier reads only the labelled rows.
 struct Net {
   Program p{DType::f64};
   Symbol hidden, loss;
   Net(ParameterSet& ps, Family family, Readers readers) {
-    const bool dag = family == Family::dag;
     ps.add("E", {kVocab, kH}, Init::uniform(-1, 1));
-    ps.add("W", {dag ? kH : 2 * kH, kH}, Init::glorot());
     ps.add("Ws", {kH, kClasses}, Init::glorot());
-    VertexFunction f("f", kH, DType::f64);
-    const Symbol x = f.pull(kH);
-    const Symbol kids = dag                          ? f.gather_reduce()
-                        : family == Family::gated_tree ? concat({f.gather(0) * x, f.gather(1) * x})
-                                                       : concat({f.gather(0), f.gather(1)});
-    const Symbol h = tanh(matmul(kids, f.param(ps["W"])) + x);
-    f.scatter(h);
-    f.push(h);
+    const VertexFunction f = test::family_cell(ps, family, kH);
     const Symbol ids = p.input_ids("x"), labels = p.input_ids("labels");
     hidden = p.apply(f, lookup(p.param(ps["E"]), ids));
     loss = softmax_cross_entropy(matmul(select_rows(hidden, labels), p.param(ps["Ws"])), select_rows(labels, labels));
@@ -61,68 +49,28 @@ struct Net {
 
 // Batches of graphs (a GraphBatch refers to its graphs: build it where they live).
 std::vector<std::vector<InputGraph>> batches(Family family, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<InputGraph>> out;
-  for (int n : {3, 7, 1, 5}) {  // grows and shrinks: rows of earlier batches stay in the arenas
-    std::vector<InputGraph> graphs;
-    for (int s = 0; s < n; ++s) {
-      const int size = 1 + static_cast<int>(rng() % 15);
-      const std::string src = "g" + std::to_string(out.size()) + "." + std::to_string(s);
-      graphs.push_back(family == Family::dag ? test::random_dag(rng, size, 3, src)
-                                             : test::random_tree(rng, size, family == Family::chain ? 1 : 2, true, src));
-      test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
-    }
-    out.push_back(std::move(graphs));
-  }
-  return out;
+  return test::growing_batches(family, seed, kVocab, kClasses);
 }
 
-struct Steps {
-  std::vector<double> losses;
-  std::vector<Tensor> grads;  // after the last step
-  Tensor hidden;              // the apply's output after the last backward
-  double fd_error = 0.0;      // W's and E's gradients against central differences, worst step (direct only)
-};
-
-Steps run(Family family, Readers readers, BatchingPolicy policy, bool direct) {
+// shown: the apply's output after the last backward; central differences with the option on.
+test::StepRecord run(Family family, Readers readers, BatchingPolicy policy, bool direct) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, family, readers);
   Executor ex(m.p, ps, test::on_test_device({.policy = policy, .direct_row_selection = direct}));
-  const std::vector<std::vector<InputGraph>> bs = batches(family, 11);
-  Steps s;
-  for (const std::vector<InputGraph>& graphs : bs) {
-    const GraphBatch b = GraphBatch::of(graphs);
-    ex.forward(b, Mode::train);
-    s.losses.push_back(ex.scalar(m.loss));
-    ps.zero_grad();
-    ex.backward(m.loss);
-    if (&graphs == &bs.back()) {
-      for (Parameter* prm : ps.all()) s.grads.push_back(prm->grad.clone());
-      s.hidden = ex.value(m.hidden);
-    }
-    if (direct)  // every step: stale rows of the step before must not leak in
-      for (const char* name : {"W", "E"})
-        s.fd_error = std::max(s.fd_error, test::finite_difference_error(ex, b, m.loss, ps[name], 40));
-  }
-  return s;
-}
-
-const char* name(Family f) {
-  return f == Family::tree ? "tree" : f == Family::chain ? "chain" : f == Family::dag ? "dag" : "gated tree";
+  return test::step_through(ex, ps, m.loss, m.hidden, batches(family, 11), direct);
 }
 
 TEST(DirectRowSelection, SameBitsAsLayingTheOutputOutFirst) {
   for (Family family : {Family::tree, Family::chain, Family::dag, Family::gated_tree})
     for (Readers readers : {Readers::select, Readers::two_selects, Readers::select_and_sum})
       for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
-        SCOPED_TRACE(std::string(name(family)) + ", readers " + std::to_string(static_cast<int>(readers)) +
-                     (policy == BatchingPolicy::Bfs ? ", bfs" : ", serial"));
-        const Steps on = run(family, readers, policy, true), off = run(family, readers, policy, false);
+        SCOPED_TRACE(test::case_name(family, static_cast<int>(readers), policy));
+        const test::StepRecord on = run(family, readers, policy, true), off = run(family, readers, policy, false);
         ASSERT_EQ(on.losses.size(), off.losses.size());
         for (size_t k = 0; k < on.losses.size(); ++k) EXPECT_EQ(on.losses[k], off.losses[k]) << "step " << k;
         for (size_t k = 0; k < on.grads.size(); ++k)
           EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << "parameter " << k;
-        EXPECT_EQ(test::relative_error(on.hidden, off.hidden), 0.0) << "value() of the apply";
+        EXPECT_EQ(test::relative_error(on.shown, off.shown), 0.0) << "value() of the apply";
         // Message gradients (written by one parent in trees and chains,
         // added in DAGs) are right, not just the same both ways.
         EXPECT_LT(on.fd_error, 1e-6);

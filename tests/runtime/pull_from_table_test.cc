@@ -21,9 +21,9 @@ namespace {
 constexpr int32_t kVocab = 7, kClasses = 3;  // few words: rows repeat within a batch
 constexpr int64_t kH = 4;
 
-// gated_tree: children's messages multiplied by x, so tasks that pulled
-// only id -1 rows skip their gradients (and the pull gradient is unused).
-enum class Family { tree, chain, dag, gated_tree };
+// test::Family: trees, chains, DAGs and gated trees (tasks that pulled only
+// id -1 rows skip their gather gradients, and their pull gradient is unused).
+using test::Family;
 // Who reads the lookup and the table: the pull alone; the pull and a sum
 // of the lookup (not in place); the pull alone but the table also read
 // densely (pulled in place, its gradient laid out as before).
@@ -33,18 +33,9 @@ struct Net {
   Program p{DType::f64};
   Symbol looked_up, hidden, loss;
   Net(ParameterSet& ps, Family family, Readers readers) {
-    const bool dag = family == Family::dag;
     ps.add("E", {kVocab, kH}, Init::uniform(-1, 1));
-    ps.add("W", {dag ? kH : 2 * kH, kH}, Init::glorot());
     ps.add("Ws", {kH, kClasses}, Init::glorot());
-    VertexFunction f("f", kH, DType::f64);
-    const Symbol x = f.pull(kH);
-    const Symbol kids = dag                          ? f.gather_reduce()
-                        : family == Family::gated_tree ? concat({f.gather(0) * x, f.gather(1) * x})
-                                                       : concat({f.gather(0), f.gather(1)});
-    const Symbol h = tanh(matmul(kids, f.param(ps["W"])) + x);
-    f.scatter(h);
-    f.push(h);
+    const VertexFunction f = test::family_cell(ps, family, kH);  // adds W
     const Symbol E = p.param(ps["E"]);
     looked_up = lookup(E, p.input_ids("x"));
     hidden = p.apply(f, looked_up);
@@ -54,67 +45,25 @@ struct Net {
   }
 };
 
+// Ids -1 too, and few words: rows repeat within a batch.
 std::vector<std::vector<InputGraph>> batches(Family family, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<std::vector<InputGraph>> out;
-  for (int n : {3, 7, 1, 5}) {  // grows and shrinks: rows of earlier batches stay in the arenas
-    std::vector<InputGraph> graphs;
-    for (int s = 0; s < n; ++s) {
-      const int size = 1 + static_cast<int>(rng() % 15);
-      const std::string src = "g" + std::to_string(out.size()) + "." + std::to_string(s);
-      graphs.push_back(family == Family::dag ? test::random_dag(rng, size, 3, src)
-                                             : test::random_tree(rng, size, family == Family::chain ? 1 : 2, true, src));
-      test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);  // ids -1 too
-    }
-    out.push_back(std::move(graphs));
-  }
-  return out;
+  return test::growing_batches(family, seed, kVocab, kClasses);
 }
 
-struct Steps {
-  std::vector<double> losses;
-  std::vector<std::vector<int32_t>> sparse_rows;  // E's, per step
-  std::vector<Tensor> grads;                      // after the last step
-  Tensor looked_up;                               // value() of the lookup after the last backward
-  double fd_error = 0.0;                          // E's and W's gradients against central differences (on only)
-};
-
-Steps run(Family family, Readers readers, BatchingPolicy policy, bool on) {
+// shown: value() of the lookup after the last backward; central differences with the option on.
+test::StepRecord run(Family family, Readers readers, BatchingPolicy policy, bool on) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, family, readers);
   Executor ex(m.p, ps, test::on_test_device({.policy = policy, .pull_from_table = on}));
-  const std::vector<std::vector<InputGraph>> bs = batches(family, 17);
-  Steps s;
-  for (const std::vector<InputGraph>& graphs : bs) {
-    const GraphBatch b = GraphBatch::of(graphs);
-    ex.forward(b, Mode::train);
-    s.losses.push_back(ex.scalar(m.loss));
-    ps.zero_grad();
-    ex.backward(m.loss);
-    const auto it = ex.sparse_grads().find("E");
-    s.sparse_rows.push_back(it == ex.sparse_grads().end() ? std::vector<int32_t>{} : it->second);
-    if (&graphs == &bs.back()) {
-      for (Parameter* prm : ps.all()) s.grads.push_back(prm->grad.clone());
-      s.looked_up = ex.value(m.looked_up);
-    }
-    if (on)  // every step: rows of the step before must not leak in
-      for (const char* name : {"E", "W"})
-        s.fd_error = std::max(s.fd_error, test::finite_difference_error(ex, b, m.loss, ps[name], 40));
-  }
-  return s;
-}
-
-const char* name(Family f) {
-  return f == Family::tree ? "tree" : f == Family::chain ? "chain" : f == Family::dag ? "dag" : "gated tree";
+  return test::step_through(ex, ps, m.loss, m.looked_up, batches(family, 17), on);
 }
 
 TEST(PullFromTable, SameResultsAsLayingTheLookupOutFirst) {
   for (Family family : {Family::tree, Family::chain, Family::dag, Family::gated_tree})
     for (Readers readers : {Readers::pull, Readers::pull_and_sum, Readers::dense_table})
       for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
-        SCOPED_TRACE(std::string(name(family)) + ", readers " + std::to_string(static_cast<int>(readers)) +
-                     (policy == BatchingPolicy::Bfs ? ", bfs" : ", serial"));
-        const Steps on = run(family, readers, policy, true), off = run(family, readers, policy, false);
+        SCOPED_TRACE(test::case_name(family, static_cast<int>(readers), policy));
+        const test::StepRecord on = run(family, readers, policy, true), off = run(family, readers, policy, false);
         ASSERT_EQ(on.losses.size(), off.losses.size());
         for (size_t k = 0; k < on.losses.size(); ++k) EXPECT_EQ(on.losses[k], off.losses[k]) << "step " << k;
         EXPECT_EQ(on.sparse_rows, off.sparse_rows);
@@ -122,7 +71,7 @@ TEST(PullFromTable, SameResultsAsLayingTheLookupOutFirst) {
         EXPECT_LT(test::relative_error(on.grads[0], off.grads[0]), 1e-13) << "E: summed in another order";
         for (size_t k = 1; k < on.grads.size(); ++k)
           EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << "parameter " << k;
-        EXPECT_EQ(test::relative_error(on.looked_up, off.looked_up), 0.0) << "value() of the lookup";
+        EXPECT_EQ(test::relative_error(on.shown, off.shown), 0.0) << "value() of the lookup";
         EXPECT_LT(on.fd_error, 1e-6);
       }
 }

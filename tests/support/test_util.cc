@@ -51,6 +51,68 @@ ChainNet::ChainNet(ParameterSet& ps, int64_t vocab, int64_t hidden, DType dtype)
   loss = sum(program.apply(f, lookup(program.param(ps["E"]), program.input_ids("x"))));
 }
 
+const char* family_name(Family f) {
+  return f == Family::tree ? "tree" : f == Family::chain ? "chain" : f == Family::dag ? "dag" : "gated tree";
+}
+
+VertexFunction family_cell(ParameterSet& ps, Family family, int64_t h) {
+  const bool dag = family == Family::dag;
+  ps.add("W", {dag ? h : 2 * h, h}, Init::glorot());
+  VertexFunction f("f", h, DType::f64);
+  const Symbol x = f.pull(h);
+  const Symbol kids = dag                          ? f.gather_reduce()
+                      : family == Family::gated_tree ? concat({f.gather(0) * x, f.gather(1) * x})
+                                                     : concat({f.gather(0), f.gather(1)});
+  const Symbol out = tanh(matmul(kids, f.param(ps["W"])) + x);
+  f.scatter(out);
+  f.push(out);
+  return f;
+}
+
+std::vector<std::vector<InputGraph>> growing_batches(Family family, uint64_t seed, int32_t vocab, int32_t classes) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<InputGraph>> out;
+  for (int n : {3, 7, 1, 5}) {
+    std::vector<InputGraph> graphs;
+    for (int s = 0; s < n; ++s) {
+      const int size = 1 + static_cast<int>(rng() % 15);
+      const std::string src = "g" + std::to_string(out.size()) + "." + std::to_string(s);
+      graphs.push_back(family == Family::dag ? random_dag(rng, size, 3, src)
+                                             : random_tree(rng, size, family == Family::chain ? 1 : 2, true, src));
+      attach_random_ids(rng, graphs.back(), vocab, classes);
+    }
+    out.push_back(std::move(graphs));
+  }
+  return out;
+}
+
+std::string case_name(Family family, int readers, BatchingPolicy policy) {
+  return std::string(family_name(family)) + ", readers " + std::to_string(readers) +
+         (policy == BatchingPolicy::Bfs ? ", bfs" : ", serial");
+}
+
+StepRecord step_through(Executor& ex, ParameterSet& ps, Symbol loss, Symbol shown,
+                        const std::vector<std::vector<InputGraph>>& batches, bool fd) {
+  StepRecord s;
+  for (const std::vector<InputGraph>& graphs : batches) {
+    const GraphBatch b = GraphBatch::of(graphs);
+    ex.forward(b, Mode::train);
+    s.losses.push_back(ex.scalar(loss));
+    ps.zero_grad();
+    ex.backward(loss);
+    const auto it = ex.sparse_grads().find("E");
+    s.sparse_rows.push_back(it == ex.sparse_grads().end() ? std::vector<int32_t>{} : it->second);
+    if (&graphs == &batches.back()) {
+      for (Parameter* prm : ps.all()) s.grads.push_back(prm->grad.clone());
+      s.shown = ex.value(shown);
+    }
+    if (fd)
+      for (const char* name : {"W", "E"})
+        s.fd_error = std::max(s.fd_error, finite_difference_error(ex, b, loss, ps[name], 40));
+  }
+  return s;
+}
+
 std::vector<InputGraph> id_chains(int n, int32_t length, int32_t vocab) {
   std::vector<InputGraph> out;
   for (int i = 0; i < n; ++i) {

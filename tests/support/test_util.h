@@ -71,6 +71,39 @@ struct ChainNet {
 /// `n` chains of `length` vertices, named "chain i", with ids "x" = (i + k) % vocab at vertex k.
 std::vector<InputGraph> id_chains(int n, int32_t length, int32_t vocab);
 
+/// The graph families of the tests at the apply's boundary (direct row
+/// selection, pulls from the table) and the vertex function each runs:
+/// h = tanh(kids·W + x), x F's pull [h], kids = [gather(0); gather(1)]
+/// (trees and chains), Σ children (DAGs: gather_reduce), or
+/// [gather(0)·x; gather(1)·x] (gated trees: a task that pulled only zero
+/// rows sends its children a gradient known to be zero, so ∂F skips the
+/// gather gradients).
+enum class Family { tree, chain, dag, gated_tree };
+const char* family_name(Family f);
+/// That F, message and output h wide, in float64; adds W to `ps`.
+VertexFunction family_cell(ParameterSet& ps, Family family, int64_t h);
+/// Four batches of 3, 7, 1 and 5 graphs of 1-15 vertices of `family`, with
+/// attach_random_ids ids, from `seed`: they grow and shrink, so rows of
+/// earlier batches stay in the arenas.
+std::vector<std::vector<InputGraph>> growing_batches(Family family, uint64_t seed, int32_t vocab, int32_t classes);
+/// "tree, readers 1, bfs": a case of those tests, for SCOPED_TRACE.
+std::string case_name(Family family, int readers, BatchingPolicy policy);
+
+/// What those tests compare, over a training step per batch (no update):
+/// each step's loss and E's sparse gradient rows; after the last step every
+/// parameter's gradient and value(`shown`); with `fd`, the worst error of W's
+/// and E's gradients against central differences over all steps (stale
+/// rows of the step before must not leak in).
+struct StepRecord {
+  std::vector<double> losses;
+  std::vector<std::vector<int32_t>> sparse_rows;
+  std::vector<Tensor> grads;
+  Tensor shown;
+  double fd_error = 0.0;
+};
+StepRecord step_through(Executor& ex, ParameterSet& ps, Symbol loss, Symbol shown,
+                        const std::vector<std::vector<InputGraph>>& batches, bool fd);
+
 /// The loss and a copy of every parameter's gradient (in ps.all() order)
 /// after forward(train) and backward over `batch` under `policy`, for
 /// comparing batching policies.

@@ -23,7 +23,8 @@
 # OPTIMIZERS ("adam": each of adam, adagrad, sgd runs the whole matrix), LR (0.001), REPEATS (3), MIN_TIME (1.0 s per repeat),
 # SYLVA_BUILD (the build tree, build/release), DYNET_BUILD (/tmp/dynet-build), DYNET_MEM (MB of DyNet pools, 4096),
 # TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats),
-# MEMORY=1: instead of the throughput matrix, peak resident memory at each
+# MEMORY=1: instead of the throughput matrix (and from a tree built
+# without libtorch, build/bench-memory or SYLVA_MEMORY_BUILD), peak resident memory at each
 # hidden size and MEMORY_BATCH (64), each system alone in its own process:
 # Sylva, and DyNet autobatch at the smallest pool (--dynet-mem, searched to
 # 16 MB) that completes the run (a smaller one aborts under autobatching);
@@ -48,7 +49,15 @@ if [[ ! -f $dynet_build/dynet/libdynet.so ]]; then
 fi
 bash scripts/install_deps.sh
 build=${SYLVA_BUILD:-build/release}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_build" > /dev/null
+memory_flags=()
+if [[ ${MEMORY:-0} != 0 ]]; then
+  # Peak resident memory: a tree without libtorch, whose libraries alone
+  # would add about 140 MB to every process (Sylva's and DyNet's alike).
+  build=${SYLVA_MEMORY_BUILD:-build/bench-memory}
+  memory_flags=(-DSYLVA_BENCH_LIBTORCH=OFF -DSYLVA_BUILD_TESTS=OFF -DSYLVA_BUILD_PYTHON=OFF)
+fi
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYLVA_DYNET_DIR="$dynet_build" "${memory_flags[@]}" \
+  > /dev/null
 cmake --build "$build" --target bench_suite
 suite=$build/benchmarks/bench_suite
 

@@ -104,7 +104,7 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::SelectRows) = {"select_rows", bnd, 2, 2, infer_select_rows, grad_select_rows, Zeros::input0, OpCategory::data_movement};
   entry(t, OpKind::ForwardValue) = {"forward_value", src | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::forward_value};
   entry(t, OpKind::Seed) = {"seed", src | OpFlag::internal, 0, 0, infer_declared, nullptr};
-  entry(t, OpKind::PushGradIn) = {"push_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
+  entry(t, OpKind::PushGradIn) = {"push_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::pushed_grad, OpCategory::data_movement};
   entry(t, OpKind::ScatterGradIn) = {"scatter_grad_in", src | bnd | OpFlag::internal, 0, 0, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::GatherGradOut) = {"gather_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::GatherReduceGradOut) = {"gather_reduce_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};

@@ -1,6 +1,7 @@
 // The phases around a VertexRunner's task loop: the work eager and lazy
 // batching moved out of it, run over runs of tasks, and streamed on the
 // side queue while the loop runs.
+#include <algorithm>
 #include <utility>
 
 #include "vertex_runner.h"
@@ -61,7 +62,7 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
       if (st == TaskState::run || (st == TaskState::zero && home != Home::arena)) {
         exec_node(v, n, span, -1, ctx, obs, lane);
       } else if (st == TaskState::zero) {
-        backend_.fill_zero(view(v, n.id, span));
+        if (!v.unwritten[n.id]) backend_.fill_zero(view(v, n.id, span));
         skipped_ += count;
       } else {
         skip_unneeded(n, span);
@@ -152,6 +153,13 @@ void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_
   else if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
   d_pushed_ = d_pushed;
   d_pushed_rows_ = d_pushed_rows;
+  task_push_zero_.assign(schedule_->tasks.size(), 0);
+  if (options_.skip_zero_work && !d_pushed_rows.empty())  // rows -1 read no pushed gradient
+    for (size_t ti = 0; ti < task_push_zero_.size(); ++ti) {
+      const auto rows = d_pushed_rows.subspan(static_cast<size_t>(schedule_->tasks[ti].offset),
+                                              static_cast<size_t>(schedule_->tasks[ti].bs));
+      task_push_zero_[ti] = std::all_of(rows.begin(), rows.end(), [](int32_t r) { return r < 0; });
+    }
   d_pull_ = d_pull;
   d_pull_table_ = d_pull_table;
   const ExecContext ctx;

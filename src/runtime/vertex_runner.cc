@@ -39,6 +39,8 @@ bool needs_kernel(OpKind op) {
   const ir::OpFlag f = ir::op_def(op).flags;
   return !ir::has(f, ir::OpFlag::boundary) && !ir::has(f, ir::OpFlag::source);
 }
+// The columns of a value as view() shows it: a row's elements, or a fixed value's columns.
+int64_t row_width(const ir::ValueType& type) { return type.rowed ? type.shape.numel() : type.cols(); }
 EventPhase event_phase(Phase p) {
   return p == Phase::pre ? EventPhase::before_loop : p == Phase::post ? EventPhase::after_loop : EventPhase::task_loop;
 }
@@ -65,6 +67,13 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
   find_children_blocks();
+  const NodeId kept[] = {plan_->pull, plan_->push_source, plan_->scatter_source};
+  fwd_.unwritten = unwritten_zero_nodes(plan_->forward, &plan_->backward, kept);
+  bwd_.unwritten = unwritten_zero_nodes(plan_->backward, nullptr, {});
+  int64_t widest = 1;
+  for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
+    for (const Node& n : p->graph->nodes()) widest = std::max(widest, row_width(n.type));
+  zero_row_ = DynamicTensor(Shape{widest}, DType::f64, backend_.memory());  // f64: as wide as any dtype
 }
 
 VertexRunner::~VertexRunner() = default;
@@ -87,8 +96,8 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
 }
 
 bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
-  if (backend_.memory().host_visible()) return all_zero_bytes(block);
-  return absence_[ti].pull_grad_unused;  // every row looked up id -1
+  if (absence_[ti].pull_grad_unused) return true;  // every row looked up id -1: no need to read them
+  return backend_.memory().host_visible() && all_zero_bytes(block);
 }
 
 void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids,
@@ -146,6 +155,7 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
     for (size_t i = 0; i < v->arena.size(); ++i)
       if (materialized(*v, i)) reserve(*v, i);
   if (plan_->scatter_source != ir::kNoNode) scatter_grad_.reserve_rows(rows);
+  if (zero_row_.reserve_rows(1)) backend_.fill_zero(zero_row_.rows(0, 1));  // once, with the first batch
 }
 
 bool VertexRunner::materialized(const Values& v, size_t i) const {
@@ -287,7 +297,19 @@ void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task
     run_group(v, group, t, task_index, obs);
     if (!v.group_failed[group]) return;
   }
+  for (NodeId in : v.plan->fused[group].inputs)  // its members read the rows themselves
+    if (v.unwritten[static_cast<size_t>(in)] && known_zero(v, in)) backend_.fill_zero(view(v, in, t));
   for (NodeId m : v.plan->fused[group].members) run_node(v, v.plan->graph->node(m), t, task_index, ctx, obs);
+}
+
+bool VertexRunner::known_zero(const Values& v, NodeId id) const {
+  return options_.skip_zero_work && (v.backward ? main_.zero_b : main_.zero_f)[static_cast<size_t>(id)] != 0;
+}
+
+MatView VertexRunner::group_input(Values& v, NodeId id, const Task& t) {
+  if (!known_zero(v, id)) return view(v, id, t);
+  const ir::ValueType& type = v.plan->graph->node(id).type;
+  return {zero_row_.row(0), 1, row_width(type), type.dtype};
 }
 
 // A fused group computes every member, zero ones included (their inputs are
@@ -299,7 +321,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
       main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
   const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   main_.in.clear();
-  for (NodeId in : f.inputs) main_.in.push_back(view(v, in, t));
+  for (NodeId in : f.inputs) main_.in.push_back(group_input(v, in, t));
   main_.out.clear();
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
   if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
@@ -346,8 +368,8 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   if (skip && h != Home::none && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
       (v.backward ? main_.zero_b : main_.zero_f)[i]) {
-    backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
-    ++skipped_;  // known zero: no kernel
+    if (!v.unwritten[i]) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+    ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)
     return;
   }
   if (in_children_block(v, n, t)) return;  // the rows are where they belong already
@@ -444,7 +466,7 @@ void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
   const Absence& a = absence_[ti];
   zero_nodes(plan_->forward, a, task_pull_zero_[ti] != 0, {}, lane.zero_f);  // F reads no forward values
   if (!backward) return;
-  zero_nodes(plan_->backward, a, false, lane.zero_f, lane.zero_b);
+  zero_nodes(plan_->backward, a, false, lane.zero_f, lane.zero_b, ti < task_push_zero_.size() && task_push_zero_[ti]);
   unneeded_nodes(plan_->backward, a, lane.zero_b, lane.unneeded);
 }
 
@@ -457,7 +479,7 @@ size_t VertexRunner::bytes_per_row() const {
 }
 
 size_t VertexRunner::sum_over_buffers(const std::function<size_t(const Buffer&)>& f) const {
-  size_t n = f(scatter_grad_.arena());
+  size_t n = f(scatter_grad_.arena()) + f(zero_row_.arena());
   for (const Values* v : {&fwd_, &bwd_}) {
     for (const auto& a : v->arena) n += f(a.arena());
     for (const auto& s : v->fixed) n += f(s.buf);

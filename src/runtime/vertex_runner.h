@@ -112,6 +112,8 @@ class VertexRunner {
     // outside the group reads, so its kernel keeps it in registers), else -1.
     // Such a node gets no arena rows while its group runs fused.
     std::vector<int32_t> inside_group;
+    // Per node: known zero in a task, its rows stay unwritten (unwritten_zero_nodes).
+    std::vector<uint8_t> unwritten;
   };
 
   void init_values(Values& v, const plan::GraphPlan& p, bool backward);
@@ -143,6 +145,11 @@ class VertexRunner {
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
   void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
+  // Whether node id of v is known zero in the task at hand (main lane's flags).
+  bool known_zero(const Values& v, ir::NodeId id) const;
+  // A fused group's input: one row of zeros (broadcast to every row) where
+  // the input is known zero in task t, its rows otherwise.
+  MatView group_input(Values& v, ir::NodeId id, const Task& t);
   // Runs the pre or post nodes of v for tasks [first, end) over runs of
   // consecutive tasks in which they are neither zero nor unneeded.
   void run_phase(Values& v, plan::Phase ph, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
@@ -212,6 +219,8 @@ class VertexRunner {
   std::atomic<int64_t> skipped_ = 0;
   std::vector<Absence> absence_;
   std::vector<uint8_t> task_pull_zero_;
+  std::vector<uint8_t> task_push_zero_;  // backward(): no row of the task has a pushed gradient
+  DynamicTensor zero_row_;               // one row of zeros as wide as any value, for group_input
   std::vector<int32_t> minus_ones_;  // copy_rows source indices for zero rows
 
   // Streaming: work before/after the task loop runs on the side queue (its

@@ -35,7 +35,7 @@ std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<st
 }
 
 void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
-                std::vector<uint8_t>& zero) {
+                std::vector<uint8_t>& zero, bool push_zero) {
   zero.assign(p.graph->size(), 0);
   for (const Node& n : p.graph->nodes()) {
     bool z = false;
@@ -43,10 +43,39 @@ void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std:
       case ir::Zeros::absent_message: z = a.message_absent(n); break;
       case ir::Zeros::pulled_rows: z = pull_zero; break;
       case ir::Zeros::forward_value: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
+      case ir::Zeros::pushed_grad: z = push_zero; break;
       default: z = ir::zero_from_inputs(n, zero);
     }
     zero[static_cast<size_t>(n.id)] = z;
   }
+}
+
+std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::GraphPlan* backward,
+                                          std::span<const NodeId> kept) {
+  const ir::Graph& g = *p.graph;
+  std::vector<int32_t> group_of(g.size(), -1);
+  for (size_t k = 0; k < p.fused.size(); ++k)
+    for (NodeId m : p.fused[k].members) group_of[static_cast<size_t>(m)] = static_cast<int32_t>(k);
+  std::vector<uint8_t> read_by_backward(g.size(), 0);
+  if (backward)
+    for (const Node& n : backward->graph->nodes())
+      if (n.op == OpKind::ForwardValue) read_by_backward[static_cast<size_t>(n.attrs.ref)] = 1;
+  const auto fused_input = [&](NodeId c, NodeId i) {
+    const int32_t k = group_of[static_cast<size_t>(c)];
+    if (k < 0 || p.phase[static_cast<size_t>(c)] != plan::Phase::loop) return false;
+    const auto& in = p.fused[static_cast<size_t>(k)].inputs;
+    return std::find(in.begin(), in.end(), i) != in.end();
+  };
+  std::vector<uint8_t> out(g.size(), 0);
+  for (const Node& n : g.nodes()) {
+    const auto i = static_cast<size_t>(n.id);
+    if (p.home[i] != plan::Home::arena || group_of[i] >= 0 || read_by_backward[i] ||
+        std::find(kept.begin(), kept.end(), n.id) != kept.end())
+      continue;
+    const auto& cs = p.consumers[i];
+    out[i] = !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return fused_input(c, n.id); });
+  }
+  return out;
 }
 
 void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span<const uint8_t> zero_b,

@@ -112,8 +112,11 @@ constexpr bool has(OpFlag set, OpFlag f) {
 /// to 0; gradient ops whose incoming gradient is input 1). Boundary
 /// sources: when the children's messages it reads are absent (gather),
 /// when the pulled rows are all zero (pull), when the forward value is
-/// zero (forward_value).
-enum class Zeros : uint8_t { never, any, all, input0, input1, absent_message, pulled_rows, forward_value };
+/// zero (forward_value), when no row of the task has a pushed gradient
+/// (push_grad_in: the program reads its pushed rows only at some vertices).
+enum class Zeros : uint8_t {
+  never, any, all, input0, input1, absent_message, pulled_rows, forward_value, pushed_grad
+};
 
 /// What kind of work an op does, for profiles (sylva::Profiler).
 enum class OpCategory : uint8_t {

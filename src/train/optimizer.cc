@@ -337,15 +337,32 @@ ParamUpdate Adam::rule(const Parameter& p, double lr) {
   return u;
 }
 
+namespace {
+
+// Σ g[i]² in double over eight independent partial sums: one chain of
+// dependent adds ran at an add's latency (6.5% of a Tree-FC batch-1 step,
+// more than Adam's update, under `perf`); eight vectorise.
+template <class T>
+double sum_of_squares(const T* g, int64_t n) {
+  constexpr int64_t kLanes = 8;
+  double part[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t k = 0; k < kLanes; ++k) part[k] += static_cast<double>(g[i + k]) * static_cast<double>(g[i + k]);
+  double sq = 0.0;
+  for (; i < n; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+  for (double x : part) sq += x;
+  return sq;
+}
+
+}  // namespace
+
 double global_grad_norm(const ParameterSet& params, const RowSparsity* sparse) {
   double sq = 0.0;
   for (const Parameter* p : params.all())
     dispatch_floating(p->grad.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      const T* g = p->grad.data<T>();
-      for_each_grad_range(*p, sparse, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-      });
+      const auto* g = p->grad.data<decltype(zero)>();
+      for_each_grad_range(*p, sparse, [&](int64_t b, int64_t e) { sq += sum_of_squares(g + b, e - b); });
     });
   return std::sqrt(sq);
 }

@@ -304,6 +304,23 @@ TEST(GradUtils, GlobalNormAndClipping) {
   EXPECT_DOUBLE_EQ(a.grad.at(0), 1.5);  // not silently zeroed or scaled
 }
 
+// Long gradients (the norm sums in several partial sums, then the tail),
+// float32 and float64: every entry counts once, whatever the length.
+TEST(GradUtils, GlobalNormOfLongGradients) {
+  for (DType dtype : {DType::f32, DType::f64})
+    for (int64_t n : {7, 8, 9, 16, 1001}) {
+      ParameterSet ps(dtype);
+      Parameter& p = add_param(ps, "w", Vec(static_cast<size_t>(n), 0.0));
+      double want = 0.0;
+      for (int64_t i = 0; i < n; ++i) {
+        const double g = static_cast<double>(i % 7) - 2.5;  // exact in float32
+        p.grad.set(i, g);
+        want += g * g;
+      }
+      EXPECT_DOUBLE_EQ(global_grad_norm(ps), std::sqrt(want)) << "n " << n;
+    }
+}
+
 TEST(GradUtils, WeightDecayHonoursTheDecayFlag) {
   ParameterSet ps(DType::f64);
   Parameter& w = add_param(ps, "w", {2.0, -4.0});

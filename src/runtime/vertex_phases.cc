@@ -38,12 +38,7 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
   const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
   // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
   const NodeId pull = v.backward ? ir::kNoNode : plan_->pull;
-  for (NodeId id : nodes) {
-    if (id != pull) continue;
-    exec_node(v, v.plan->graph->node(id), all, -1, ctx, obs, lane);
-    for (size_t ti = first; ti < end && options_.skip_zero_work; ++ti)
-      task_pull_zero_[ti] = pulled_zero(view(v, id, tasks[ti]), ti);
-  }
+  if (std::find(nodes.begin(), nodes.end(), pull) != nodes.end()) run_pull(v, ctx, obs, first, end, lane);
   phase_states(v, nodes, first, end, lane);
   for (size_t k = 0; k < nodes.size(); ++k) {
     const Node& n = v.plan->graph->node(nodes[k]);
@@ -69,6 +64,26 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
         skipped_ += count - 1;
       }
     }
+  }
+}
+
+// Where no reader needs the rows of tasks that pulled only id -1 (their
+// value is known zero: unwritten_zero_nodes), they are not copied.
+void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
+                            Lane& lane) {
+  const auto& tasks = schedule_->tasks;
+  const Node& n = v.plan->graph->node(plan_->pull);
+  const bool skip = options_.skip_zero_work;
+  const bool leave = skip && v.unwritten[n.id];
+  for (size_t i = first; i < end;) {
+    const bool unused = leave && absence_[i].pull_grad_unused;
+    Task span{tasks[i].offset, 0};
+    size_t j = i;
+    for (; j < end && (leave && absence_[j].pull_grad_unused) == unused; ++j) span.bs += tasks[j].bs;
+    if (unused) skipped_ += static_cast<int64_t>(j - i);
+    else exec_node(v, n, span, -1, ctx, obs, lane);
+    for (; i < j && skip; ++i) task_pull_zero_[i] = unused || pulled_zero(view(v, n.id, tasks[i]), i);
+    i = j;
   }
 }
 

@@ -155,6 +155,9 @@ class VertexRunner {
   void run_phase(Values& v, plan::Phase ph, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
                  Lane& lane);
   void phase_states(Values& v, const std::vector<ir::NodeId>& nodes, size_t first, size_t end, Lane& lane);
+  // F's pull for tasks [first, end) (leaving out those that pulled only id -1 where nobody reads them), and
+  // which tasks pulled only zero rows.
+  void run_pull(Values& v, const ExecContext& ctx, const Observer* obs, size_t first, size_t end, Lane& lane);
   // Streaming: tasks [bounds[k], bounds[k+1]) form chunk k of a phase queued on the side.
   std::vector<size_t> chunk_bounds(bool reverse) const;
   SideQueue& side();

@@ -50,30 +50,52 @@ void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std:
   }
 }
 
-std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::GraphPlan* backward,
-                                          std::span<const NodeId> kept) {
-  const ir::Graph& g = *p.graph;
-  std::vector<int32_t> group_of(g.size(), -1);
+namespace {
+
+std::vector<int32_t> groups_of(const plan::GraphPlan& p) {
+  std::vector<int32_t> group_of(p.graph->size(), -1);
   for (size_t k = 0; k < p.fused.size(); ++k)
     for (NodeId m : p.fused[k].members) group_of[static_cast<size_t>(m)] = static_cast<int32_t>(k);
-  std::vector<uint8_t> read_by_backward(g.size(), 0);
-  if (backward)
+  return group_of;
+}
+
+// Whether every consumer of node i of p (group_of: groups_of(p)) leaves
+// i's rows unread in a task where i is known zero: a fused group of the
+// loop that takes i as an input (it gets one row of zeros), or a product
+// that is then zero itself (not run; at a ParamGradOut, unneeded).
+bool zero_rows_unread(const plan::GraphPlan& p, const std::vector<int32_t>& group_of, NodeId i) {
+  const auto& cs = p.consumers[static_cast<size_t>(i)];
+  return !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](NodeId c) {
+    const auto ci = static_cast<size_t>(c);
+    const int32_t k = group_of[ci];
+    if (k >= 0) {
+      const auto& in = p.fused[static_cast<size_t>(k)].inputs;
+      return p.phase[ci] == plan::Phase::loop && std::find(in.begin(), in.end(), i) != in.end();
+    }
+    const ir::OpDef& d = ir::op_def(p.graph->node(c).op);
+    return d.zeros == ir::Zeros::any && !ir::has(d.flags, ir::OpFlag::boundary) &&
+           !ir::has(d.flags, ir::OpFlag::side_effect);
+  });
+}
+
+}  // namespace
+
+std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::GraphPlan* backward,
+                                          std::span<const NodeId> kept) {
+  const std::vector<int32_t> group_of = groups_of(p);
+  // F's values ∂F reads: every forward_value of them must leave them unread too.
+  std::vector<uint8_t> unread_by_backward(p.graph->size(), 1);
+  if (backward) {
+    const std::vector<int32_t> backward_groups = groups_of(*backward);
     for (const Node& n : backward->graph->nodes())
-      if (n.op == OpKind::ForwardValue) read_by_backward[static_cast<size_t>(n.attrs.ref)] = 1;
-  const auto fused_input = [&](NodeId c, NodeId i) {
-    const int32_t k = group_of[static_cast<size_t>(c)];
-    if (k < 0 || p.phase[static_cast<size_t>(c)] != plan::Phase::loop) return false;
-    const auto& in = p.fused[static_cast<size_t>(k)].inputs;
-    return std::find(in.begin(), in.end(), i) != in.end();
-  };
-  std::vector<uint8_t> out(g.size(), 0);
-  for (const Node& n : g.nodes()) {
+      if (n.op == OpKind::ForwardValue && !zero_rows_unread(*backward, backward_groups, n.id))
+        unread_by_backward[static_cast<size_t>(n.attrs.ref)] = 0;
+  }
+  std::vector<uint8_t> out(p.graph->size(), 0);
+  for (const Node& n : p.graph->nodes()) {
     const auto i = static_cast<size_t>(n.id);
-    if (p.home[i] != plan::Home::arena || group_of[i] >= 0 || read_by_backward[i] ||
-        std::find(kept.begin(), kept.end(), n.id) != kept.end())
-      continue;
-    const auto& cs = p.consumers[i];
-    out[i] = !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return fused_input(c, n.id); });
+    out[i] = p.home[i] == plan::Home::arena && group_of[i] < 0 && unread_by_backward[i] &&
+             std::find(kept.begin(), kept.end(), n.id) == kept.end() && zero_rows_unread(p, group_of, n.id);
   }
   return out;
 }

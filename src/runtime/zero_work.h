@@ -40,11 +40,12 @@ std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<st
 void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
                 std::vector<uint8_t>& zero, bool push_zero = false);
 /// Per node of `p`: whether its rows may stay unwritten in a task where it
-/// is known zero. Every reader is a member of a fused group of the task
-/// loop that takes it as an input (VertexRunner::run_group hands such a
-/// group one row of zeros instead); it is no member of a group itself, no
-/// forward value ∂F (`backward`, for F) reads, and none of `kept` (the
-/// pull, the messages, the pushed rows: read from outside).
+/// is known zero. Every reader, in `p` and (for F) through ∂F's forward
+/// values (`backward`), is a fused group of the task loop that takes it as
+/// an input (VertexRunner::run_group hands such a group one row of zeros
+/// instead) or a product that is then zero too and does not run; it is no
+/// member of a group itself and none of `kept` (the pull, the messages, the
+/// pushed rows: read from outside).
 std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::GraphPlan* backward,
                                           std::span<const ir::NodeId> kept);
 /// ∂F nodes of a task whose result nobody needs: gradients for absent

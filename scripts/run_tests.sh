@@ -39,6 +39,19 @@ configure() {
 declare -a summary=()
 status=0
 
+# The three stages need about 6.5 GB of disk together (the ASan stage's
+# statically linked test binaries 5 GB of it). A full disk shows up as a
+# compiler's "No space left on device" deep in the log: say so up front.
+free_kb() { df -Pk . | awk 'NR == 2 { print $4 }'; }
+disk_note() {
+  local kb
+  kb=$(free_kb)
+  if [[ -n $kb && $kb -lt 1048576 ]]; then
+    echo "run_tests: only $((kb / 1024)) MB free on $(df -P . | awk 'NR == 2 { print $6 }'); the stages need about 6.5 GB"
+  fi
+}
+disk_note
+
 # stage <name> <dir> <cmake args...>: configure, build, test. Returns 2 when
 # the build failed, 1 when tests failed.
 stage() {
@@ -47,6 +60,7 @@ stage() {
   local t0=$SECONDS
   echo "==== run_tests: stage $name ($dir) ===="
   if ! configure "$dir" "$@" || ! cmake --build "$dir" -j"$jobs"; then
+    disk_note
     summary+=("$name: BUILD FAILED")
     return 2
   fi

@@ -12,7 +12,8 @@
 #     GEMM (docs/benchmarks.md, "Two cores and the OpenMP wait policy");
 #     DyNet's CPU build uses one core whatever it is given.
 # Training steps are timed whole (forward, backward and each system's own
-# optimiser update) by a wall clock.
+# optimiser update) by a wall clock. Tree-FC also runs bench_suite's
+# gemm-floor (Sylva's GEMMs alone plus its optimiser step, a bound).
 #
 #   bash scripts/bench_dynet.sh [results-dir]      (default build/bench-dynet)
 #
@@ -138,7 +139,7 @@ for w in $workloads; do
       # embed:hidden:layers (the issue's two language models).
       for lm in ${LSTM_SIZES:-128:256:1 200:200:2}; do
         IFS=: read -r e h l <<< "$lm"
-        taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
+        taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch,gemm-floor \
           --batch "${LSTM_BATCHES:-1,16,64}" --threads 1 --embed "$e" --hidden "$h" --layers "$l" \
           --optimizer "$opt" "${common[@]}" --sweep "one-core" --csv "$out/$w-e$e-h$h-l$l-$opt-1core.csv"
       done

@@ -9,9 +9,12 @@ Sylva on one core, DyNet with and without autobatching (same process, same
 core, interleaved), Sylva on two cores when measured; each as the median of
 the repeats with their min-max, and the ratio of Sylva's median to DyNet
 autobatch's. The update columns are the medians of the optimiser step alone
-(ms); the last column compares with the dynamic-declaration engine on
-Sylva's kernels where it ran (LSTMs, Tree-FC). Reads only the columns
-bench_suite writes.
+(ms); the next column compares with the dynamic-declaration engine on
+Sylva's kernels where it ran (LSTMs, Tree-FC). Where bench_suite's
+gemm-floor ran (Sylva's GEMMs alone plus its optimiser step: a bound), the
+last two columns give the floor's rate over the engine's (the largest
+ratio over the engine that these GEMMs allow) and Sylva's share of the
+floor's rate. Reads only the columns bench_suite writes.
 """
 import csv
 import glob
@@ -57,12 +60,12 @@ def main(argv):
         points.setdefault(key, {})[name] = r
     print("| workload | cell / sizes | optimizer | h | batch | Sylva, 1 core | DyNet autobatch | DyNet | "
           "Sylva / DyNet-ab | Sylva, 2 cores | 2 cores / DyNet-ab | update ms: Sylva, DyNet-ab, Sylva 2c | "
-          "Sylva / dynamic-decl-ab |")
-    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "Sylva / dynamic-decl-ab | GEMM floor / dynamic-decl-ab | Sylva / GEMM floor |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for key in sorted(points):
         p = points[key]
         s, ab, dn, s2 = p.get("sylva"), p.get("dynet-autobatch"), p.get("dynet"), p.get("sylva 2c")
-        dd = p.get("dynamic-decl-autobatch")
+        dd, fl = p.get("dynamic-decl-autobatch"), p.get("gemm-floor")
 
         def ratio(a, b):
             return "**%.2f×**" % (float(a["samples_per_s"]) / float(b["samples_per_s"])) if a and b else "–"
@@ -70,10 +73,10 @@ def main(argv):
         def upd(r):
             return "%.1f" % (1e3 * float(r["update_s"])) if r else "–"
 
-        print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s, %s, %s | %s |" % (
+        print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s, %s, %s | %s | %s | %s |" % (
             key[0], key[1], key[2], key[3], key[4], rate(s) if s else "–", rate(ab) if ab else "–",
             rate(dn) if dn else "–", ratio(s, ab), rate(s2) if s2 else "–", ratio(s2, ab), upd(s), upd(ab), upd(s2),
-            ratio(s, dd)))
+            ratio(s, dd), ratio(fl, dd), ratio(s, fl)))
 
 
 if __name__ == "__main__":

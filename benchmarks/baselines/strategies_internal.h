@@ -10,8 +10,9 @@
 
 namespace sylva::bench {
 
+/// `gemm_floor`: the kGemmFloor strategy (Bfs) instead of Sylva itself.
 std::unique_ptr<Strategy> make_sylva_strategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy,
-                                              const StrategyOptions& options);
+                                              const StrategyOptions& options, bool gemm_floor = false);
 /// `dense`: declare Sylva's full cell at every vertex (see dd::ModelDeclarer).
 std::unique_ptr<Strategy> make_dynamic_decl_strategy(const ModelConfig& cfg, ParameterSet& ps, bool autobatch,
                                                      bool dense, const StrategyOptions& options);

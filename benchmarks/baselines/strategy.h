@@ -73,6 +73,12 @@ class Strategy {
   virtual ~Strategy() = default;
   virtual std::string name() const = 0;
   virtual StepStats step(std::span<const InputGraph> batch, bool train) = 0;
+  /// Called before a measurement whose minibatches are the consecutive
+  /// runs of `batch` samples of `samples` from the first: a strategy may
+  /// look at them untimed (gemm-floor records their GEMMs). Nothing by default.
+  virtual void prepare(std::span<const InputGraph> samples, int64_t batch, bool train) {
+    (void)samples, (void)batch, (void)train;
+  }
   /// One optimiser step from the last step()'s gradients; sylva::Error
   /// when the strategy was made without an optimizer or cannot run one.
   virtual void update() { SYLVA_THROW("[bench] strategy ", name(), " has no optimizer update"); }
@@ -131,6 +137,16 @@ struct StrategyOptions {
 /// every vertex: zero word and child terms included), and "padded" for the
 /// LSTMs (the libtorch strategies live in libtorch/).
 std::vector<std::string> builtin_strategy_names(Workload w);
+/// Also made by make_builtin_strategy, but not a system and so in no
+/// default list: "gemm-floor", a bound rather than a way of training. Its
+/// prepare() runs each minibatch once through Sylva (the "sylva"
+/// strategy's executor) and records the GEMMs it ran; its step() replays
+/// just those GEMMs through the same backend's MatMul kernel on operands
+/// allocated once (gemm_replay.h), and its update() is Sylva's optimiser
+/// step. Its step time is what no system running the same GEMMs (same
+/// shapes, same kernel) and the same optimiser can beat; step() reports
+/// loss NaN. CPU only.
+inline constexpr const char* kGemmFloor = "gemm-floor";
 /// sylva::Error for an unknown name or one that does not fit the workload.
 std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const ModelConfig& cfg, ParameterSet& ps,
                                                 const StrategyOptions& options);

@@ -1,5 +1,10 @@
-// Sylva itself: the example models run by the Executor (Bfs or Serial).
+// Sylva itself: the example models run by the Executor (Bfs or Serial),
+// and the gemm-floor bound made from its GEMMs (strategy.h, kGemmFloor).
+#include <limits>
+#include <map>
 #include <optional>
+
+#include "gemm_replay.h"
 
 #include "lstm_lm.h"
 #include "tree_fc_model.h"
@@ -51,11 +56,19 @@ ExecutorOptions with_policy(ExecutorOptions o, BatchingPolicy policy) {
 
 class SylvaStrategy final : public Strategy {
  public:
-  SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o)
+  SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o,
+                bool gemm_floor)
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps, with_policy(o.executor, policy)),
-        name_(policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"), measure_(o.measure_movement),
-        update_(o, name_) {
+        name_(gemm_floor ? kGemmFloor : policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"),
+        measure_(o.measure_movement && !gemm_floor), update_(o, name_), floor_(gemm_floor), replay_(ex_.backend()) {
     if (measure_) ex_.set_observer(profiler_.observer());
+    if (floor_) {
+      SYLVA_CHECK(ex_.param_store().on_host(), "[bench] ", kGemmFloor, " replays GEMMs on host buffers: CPU only");
+      ex_.set_observer([this](const OpEvent& e) {
+        if (!recording_) return;
+        if (std::optional<RecordedGemm> g = recorded_gemm(e)) recording_->push_back(std::move(*g));
+      });
+    }
     // On a device the parameters stay there and gradients are zeroed there, as
     // the Trainer does with its optimiser on the device (the baselines likewise).
     if (!ex_.param_store().on_host()) ex_.param_store().set_resident(true);
@@ -68,9 +81,37 @@ class SylvaStrategy final : public Strategy {
   void download_parameters() override {
     if (ex_.param_store().resident()) ex_.param_store().download_values();
   }
-  double values_mb() const override { return static_cast<double>(ex_.held_bytes()) / (1 << 20); }
+  double values_mb() const override { return floor_ ? -1.0 : static_cast<double>(ex_.held_bytes()) / (1 << 20); }
+
+  // gemm-floor: one untimed Sylva step per minibatch, recording its GEMMs.
+  void prepare(std::span<const InputGraph> samples, int64_t batch, bool train) override {
+    if (!floor_) return;
+    gemms_.clear();
+    std::vector<RecordedGemm> all;
+    for (size_t at = 0; at + static_cast<size_t>(batch) <= samples.size(); at += static_cast<size_t>(batch)) {
+      std::vector<RecordedGemm>& g = gemms_[samples.data() + at];
+      recording_ = &g;
+      run(samples.subspan(at, static_cast<size_t>(batch)), train);
+      recording_ = nullptr;
+      all.insert(all.end(), g.begin(), g.end());
+    }
+    replay_.prepare(all, ps_.dtype());
+  }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {
+    if (floor_) {
+      const auto it = gemms_.find(batch.data());
+      SYLVA_CHECK(it != gemms_.end(), "[bench] ", kGemmFloor, ": a minibatch prepare() was not shown");
+      const auto t0 = std::chrono::steady_clock::now();
+      replay_.run(it->second);
+      return {.loss = std::numeric_limits<double>::quiet_NaN(), .compute_s = seconds_since(t0),
+              .movement_s = -1.0, .kernels = static_cast<int64_t>(it->second.size())};
+    }
+    return run(batch, train);
+  }
+
+ private:
+  StepStats run(std::span<const InputGraph> batch, bool train) {
     StepStats s;
     auto t0 = std::chrono::steady_clock::now();
     GraphBatch gb = GraphBatch::of(batch);
@@ -96,7 +137,6 @@ class SylvaStrategy final : public Strategy {
     return s;
   }
 
- private:
   ParameterSet& ps_;
   SylvaModel model_;
   Profiler profiler_;  // outlives the executor's observer (declared before ex_)
@@ -105,13 +145,18 @@ class SylvaStrategy final : public Strategy {
   bool measure_ = false;
   StrategyUpdate update_;
   bool first_ = true;
+  // gemm-floor: the GEMMs of each prepared minibatch (keyed by its first sample).
+  bool floor_ = false;
+  std::map<const InputGraph*, std::vector<RecordedGemm>> gemms_;
+  std::vector<RecordedGemm>* recording_ = nullptr;
+  GemmReplay replay_;
 };
 
 }  // namespace
 
 std::unique_ptr<Strategy> make_sylva_strategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy,
-                                              const StrategyOptions& options) {
-  return std::make_unique<SylvaStrategy>(cfg, ps, policy, options);
+                                              const StrategyOptions& options, bool gemm_floor) {
+  return std::make_unique<SylvaStrategy>(cfg, ps, policy, options, gemm_floor);
 }
 
 }  // namespace sylva::bench

@@ -54,6 +54,7 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
                                                 const StrategyOptions& options) {
   if (name == "sylva") return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, options);
   if (name == "sylva-serial") return make_sylva_strategy(cfg, ps, BatchingPolicy::Serial, options);
+  if (name == kGemmFloor) return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, options, true);
   SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
               "[bench] projection_in_cell and per_gate are variants of Sylva's model only, not of '", name, "'");
   if (name == "dynamic-decl") return make_dynamic_decl_strategy(cfg, ps, false, false, options);
@@ -61,7 +62,8 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
   if (name == "dynamic-decl-autobatch-dense") return make_dynamic_decl_strategy(cfg, ps, true, true, options);
   if (name == "padded") return make_padded_strategy(cfg, ps, options);
   SYLVA_THROW("[bench] unknown strategy '", name, "' (built in: sylva, sylva-serial, dynamic-decl, "
-              "dynamic-decl-autobatch, dynamic-decl-autobatch-dense, padded; libtorch-* need a build with libtorch)");
+              "dynamic-decl-autobatch, dynamic-decl-autobatch-dense, padded, gemm-floor; libtorch-* need a build with "
+              "libtorch)");
 }
 
 StrategyUpdate::StrategyUpdate(const StrategyOptions& o, std::string who) : who_(std::move(who)) {

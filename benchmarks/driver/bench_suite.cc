@@ -293,6 +293,7 @@ std::vector<Row> measure(std::vector<Contender>& cs, const std::vector<InputGrap
   const bool update = train && o.optimizer != "none";
   for (Contender& c : cs) {
     c.restart();
+    c.s->prepare(samples, batch, train);
     for (int i = 0; i < o.warmup; ++i) {
       c.s->step(next_batch(samples, batch, c.cursor), train);
       if (update) c.s->update();
@@ -463,7 +464,9 @@ int main(int argc, char** argv) {
   app.add_option("--strategies", o.strategies,
                  "comma-separated; default: every strategy available for the workload (sylva, sylva-serial, "
                  "dynamic-decl, dynamic-decl-autobatch, padded for the LSTMs, libtorch-* when built with libtorch, "
-                 "dynet and dynet-autobatch when built with SYLVA_DYNET_DIR)")
+                 "dynet and dynet-autobatch when built with SYLVA_DYNET_DIR); gemm-floor on request: the GEMMs Sylva "
+                 "runs for each minibatch alone, replayed through its kernel, plus its optimiser step (a bound, "
+                 "not a system; CPU)")
       ->delimiter(',');
   app.add_option("--batch", o.batches, "batch sizes (samples per minibatch), comma-separated")->delimiter(',');
   app.add_option("--hidden", o.hiddens, "hidden sizes; default 150 (tree-lstm), 200 (LSTMs), 256 (tree-fc)")

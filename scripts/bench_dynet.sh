@@ -139,13 +139,13 @@ for w in $workloads; do
       # embed:hidden:layers (the issue's two language models).
       for lm in ${LSTM_SIZES:-128:256:1 200:200:2}; do
         IFS=: read -r e h l <<< "$lm"
-        taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch,gemm-floor \
+        taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
           --batch "${LSTM_BATCHES:-1,16,64}" --threads 1 --embed "$e" --hidden "$h" --layers "$l" \
           --optimizer "$opt" "${common[@]}" --sweep "one-core" --csv "$out/$w-e$e-h$h-l$l-$opt-1core.csv"
       done
       ;;
     tree-fc)
-      taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch \
+      taskset -c 0 "$suite" --workload "$w" --strategies sylva,dynamic-decl-autobatch,dynet-autobatch,gemm-floor \
         --batch "${TREE_FC_BATCHES:-1,16,64}" --threads 1 --optimizer "$opt" "${common[@]}" --sweep "one-core" \
         --csv "$out/$w-$opt-1core.csv"
       ;;

@@ -7,7 +7,7 @@
 namespace sylva::bench {
 
 int64_t RecordedGemm::flops() const {
-  return 2 * out_rows * out_cols * (node.attrs.trans_a ? a_rows : a_cols);
+  return 2 * out_rows * out_cols * (trans_a ? a_rows : a_cols);
 }
 
 std::optional<RecordedGemm> recorded_gemm(const OpEvent& e) {
@@ -27,7 +27,7 @@ std::optional<RecordedGemm> recorded_gemm(const OpEvent& e) {
   }
   SYLVA_CHECK(unit > 0 && ir::flops(e.graph, mm, rows) == e.flops, "[gemm-floor] matmul node ", mm.id, " of '",
               e.graph.name(), "': ", e.flops, " flops fit no row count of its operands ", a.str(), " and ", b.str());
-  RecordedGemm g{.node = mm, .accumulate = e.folded_matmul != nullptr};
+  RecordedGemm g{.trans_a = ta, .trans_b = tb, .accumulate = e.folded_matmul != nullptr};
   g.a_rows = a.rowed ? rows : a.fixed_rows();
   g.a_cols = a.cols();
   g.b_rows = b.rowed ? rows : b.fixed_rows();
@@ -38,6 +38,16 @@ std::optional<RecordedGemm> recorded_gemm(const OpEvent& e) {
   SYLVA_CHECK(inner_a == inner_b, "[gemm-floor] matmul node ", mm.id, " of '", e.graph.name(),
               "': reconstructed inner dimensions differ (", inner_a, " vs ", inner_b, ")");
   return g;
+}
+
+GemmReplay::GemmReplay(Backend& backend) : backend_(backend) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      ir::Node& n = matmul_[ta][tb];
+      n.op = ir::OpKind::MatMul;
+      n.attrs.trans_a = ta != 0;
+      n.attrs.trans_b = tb != 0;
+    }
 }
 
 void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
@@ -64,7 +74,7 @@ void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
 void GemmReplay::run(const std::vector<RecordedGemm>& gemms) {
   for (const RecordedGemm& g : gemms) {
     const MatView in[2] = {{a_.data(), g.a_rows, g.a_cols, dtype_}, {b_.data(), g.b_rows, g.b_cols, dtype_}};
-    backend_.run({.node = g.node, .in = in, .out = {c_.data(), g.out_rows, g.out_cols, dtype_}, .ctx = ctx_,
+    backend_.run({.node = matmul_[g.trans_a][g.trans_b], .in = in, .out = {c_.data(), g.out_rows, g.out_cols, dtype_}, .ctx = ctx_,
                   .accumulate = g.accumulate});
   }
 }

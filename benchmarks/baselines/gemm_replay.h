@@ -11,12 +11,11 @@
 
 namespace sylva::bench {
 
-/// One GEMM as a MatMul kernel ran it: out (=|+=) op(A)·op(B) with the
-/// node's trans_a / trans_b, A [a_rows, a_cols], B [b_rows, b_cols],
-/// out [out_rows, out_cols].
+/// One GEMM as a MatMul kernel ran it: out (=|+=) op(A)·op(B), A
+/// [a_rows, a_cols], B [b_rows, b_cols], out [out_rows, out_cols].
 struct RecordedGemm {
-  ir::Node node;  // a copy of the MatMul node (its attrs say the transposes)
   int64_t a_rows = 0, a_cols = 0, b_rows = 0, b_cols = 0, out_rows = 0, out_cols = 0;
+  bool trans_a = false, trans_b = false;
   bool accumulate = false;  // a parameter gradient folded into its ParamGradOut (grad += A·B)
   int64_t flops() const;
 };
@@ -34,7 +33,7 @@ std::optional<RecordedGemm> recorded_gemm(const OpEvent& e);
 /// kinder to the caches than the step it was recorded from.
 class GemmReplay {
  public:
-  explicit GemmReplay(Backend& backend) : backend_(backend) {}
+  explicit GemmReplay(Backend& backend);
   /// Sizes the buffers for `gemms` (filled with small values once).
   void prepare(const std::vector<RecordedGemm>& gemms, DType dtype);
   void run(const std::vector<RecordedGemm>& gemms);
@@ -44,6 +43,7 @@ class GemmReplay {
   DType dtype_ = DType::f32;
   Buffer a_, b_, c_;
   ExecContext ctx_{};
+  ir::Node matmul_[2][2];  // MatMul nodes with each pair of transposes (all a kernel reads of the node)
 };
 
 }  // namespace sylva::bench

@@ -53,8 +53,8 @@ TEST_P(GemmFloor, RecordedGemmsAreTheModelsFlops) {
       int64_t flops = 0;
       for (const RecordedGemm& g : gemms) {
         flops += g.flops();
-        const int64_t inner_a = g.node.attrs.trans_a ? g.a_rows : g.a_cols;
-        const int64_t inner_b = g.node.attrs.trans_b ? g.b_cols : g.b_rows;
+        const int64_t inner_a = g.trans_a ? g.a_rows : g.a_cols;
+        const int64_t inner_b = g.trans_b ? g.b_cols : g.b_rows;
         EXPECT_EQ(inner_a, inner_b);
         EXPECT_GT(g.out_rows * g.out_cols, 0);
       }

@@ -74,8 +74,9 @@ void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
 void GemmReplay::run(const std::vector<RecordedGemm>& gemms) {
   for (const RecordedGemm& g : gemms) {
     const MatView in[2] = {{a_.data(), g.a_rows, g.a_cols, dtype_}, {b_.data(), g.b_rows, g.b_cols, dtype_}};
-    backend_.run({.node = matmul_[g.trans_a][g.trans_b], .in = in, .out = {c_.data(), g.out_rows, g.out_cols, dtype_}, .ctx = ctx_,
-                  .accumulate = g.accumulate});
+    const MatView out{c_.data(), g.out_rows, g.out_cols, dtype_};
+    backend_.run(
+        {.node = matmul_[g.trans_a][g.trans_b], .in = in, .out = out, .ctx = ctx_, .accumulate = g.accumulate});
   }
 }
 

@@ -34,7 +34,8 @@ std::optional<RecordedGemm> recorded_gemm(const OpEvent& e);
 class GemmReplay {
  public:
   explicit GemmReplay(Backend& backend);
-  /// Sizes the buffers for `gemms` (filled with small values once).
+  /// Grows the buffers to fit `gemms` too (filled with small values
+  /// when they grow); call it for every list before run().
   void prepare(const std::vector<RecordedGemm>& gemms, DType dtype);
   void run(const std::vector<RecordedGemm>& gemms);
 

@@ -87,15 +87,13 @@ class SylvaStrategy final : public Strategy {
   void prepare(std::span<const InputGraph> samples, int64_t batch, bool train) override {
     if (!floor_) return;
     gemms_.clear();
-    std::vector<RecordedGemm> all;
     for (size_t at = 0; at + static_cast<size_t>(batch) <= samples.size(); at += static_cast<size_t>(batch)) {
       std::vector<RecordedGemm>& g = gemms_[samples.data() + at];
       recording_ = &g;
       run(samples.subspan(at, static_cast<size_t>(batch)), train);
       recording_ = nullptr;
-      all.insert(all.end(), g.begin(), g.end());
+      replay_.prepare(g, ps_.dtype());  // the buffers only grow
     }
-    replay_.prepare(all, ps_.dtype());
   }
 
   StepStats step(std::span<const InputGraph> batch, bool train) override {

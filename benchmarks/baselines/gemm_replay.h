@@ -4,6 +4,7 @@
 // else around them (the `gemm-floor` strategy of bench_suite).
 #pragma once
 
+#include <compare>
 #include <optional>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct RecordedGemm {
   bool trans_a = false, trans_b = false;
   bool accumulate = false;  // a parameter gradient folded into its ParamGradOut (grad += A·B)
   int64_t flops() const;
+  auto operator<=>(const RecordedGemm&) const = default;
 };
 
 /// The GEMM an event ran: a MatMul, or one folded into a ParamGradOut;

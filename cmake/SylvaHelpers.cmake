@@ -46,10 +46,15 @@ function(sylva_program)
 endfunction()
 
 # sylva_add_module(<name> SOURCES ... DEPS ...): one static library per
-# module; dependencies are PRIVATE so the dependency direction stays explicit.
+# module (shared with SYLVA_SHARED_MODULES); dependencies are PRIVATE so the
+# dependency direction stays explicit.
 function(sylva_add_module name)
   cmake_parse_arguments(M "" "" "SOURCES;DEPS;EXTERNAL" ${ARGN})
-  add_library(sylva_${name} STATIC ${M_SOURCES})
+  if(SYLVA_SHARED_MODULES)
+    add_library(sylva_${name} SHARED ${M_SOURCES})
+  else()
+    add_library(sylva_${name} STATIC ${M_SOURCES})
+  endif()
   target_include_directories(sylva_${name} PUBLIC
     $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(sylva_${name} PRIVATE sylva_options ${M_EXTERNAL})

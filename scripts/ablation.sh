@@ -2,7 +2,7 @@
 # The ablation and roofline of docs/benchmarks.md ("Engine optimisations"):
 # Sylva's training throughput with no optimisation, each one alone, and all
 # (one thread, median of 3 repeats), then bench_roofline's FLOP rate of a
-# Tree-LSTM epoch against Eigen's GEMM rate at the same shapes. Needs SST
+# Tree-LSTM epoch against its GEMM kernel's rate at the same shapes. Needs SST
 # and PTB (shared/data or $SYLVA_DATA). About an hour on 2 cores.
 # SETS="none all" runs only those sets; THREADS2=0 leaves out the
 # two-thread runs, ROOFLINE=0 the roofline.

@@ -278,7 +278,7 @@ void build_group(FusedGroup& f, const ir::Graph& g, const std::vector<int32_t>& 
 
 // Fusion: row-local nodes of the task loop, linked directly, run as one
 // group. `df`: when planning F, ∂F (a member it reads is written out).
-void plan_fusion(GraphPlan& p, const PlanOptions& o, const ir::Graph* df) {
+void plan_fusion(GraphPlan& p, const PlanOptions& o, const ir::Graph* df, bool push_reads_message = false) {
   const ir::Graph& g = *p.graph;
   std::vector<int32_t> group(g.size(), -1);
   if (o.fusion) {
@@ -293,10 +293,12 @@ void plan_fusion(GraphPlan& p, const PlanOptions& o, const ir::Graph* df) {
   p.order = passes::unit_order(g, group);
   p.fused.assign(static_cast<size_t>(*std::max_element(group.begin(), group.end()) + 1), {});
   std::vector<uint8_t> read_outside(g.size(), 0);
-  for (const Node& n : g.nodes())
+  for (const Node& n : g.nodes()) {
+    if (n.op == OpKind::Push && push_reads_message) continue;  // it reads the message's columns
     for (NodeId in : n.inputs)
       if (group[static_cast<size_t>(in)] < 0 || group[static_cast<size_t>(in)] != group[static_cast<size_t>(n.id)])
         read_outside[static_cast<size_t>(in)] = 1;
+  }
   if (df)
     for (const Node& n : df->nodes())
       if (n.op == OpKind::ForwardValue) read_outside[static_cast<size_t>(n.attrs.ref)] = 1;
@@ -307,6 +309,22 @@ void plan_fusion(GraphPlan& p, const PlanOptions& o, const ir::Graph* df) {
     build_group(p.fused[k], g, group, static_cast<int32_t>(k), read_outside);
 }
 
+// The column where `push` begins in the message F scatters, if it is one of
+// the message concat's inputs and ∂F does not read it; else -1.
+int64_t pushed_column(const ir::Graph& f, const ir::Graph& df, NodeId scatter, NodeId push) {
+  if (scatter == ir::kNoNode || push == ir::kNoNode || push == scatter) return -1;
+  for (const Node& n : df.nodes())
+    if (n.op == OpKind::ForwardValue && n.attrs.ref == push) return -1;
+  const Node& message = f.node(scatter);
+  if (message.op != OpKind::Concat) return -1;
+  int64_t col = 0;
+  for (NodeId in : message.inputs) {
+    if (in == push) return col;
+    col += f.node(in).type.cols();
+  }
+  return -1;
+}
+
 }  // namespace
 
 bool GraphPlan::runs(NodeId id) const {
@@ -315,7 +333,7 @@ bool GraphPlan::runs(NodeId id) const {
 }
 
 std::vector<int> PlanOptions::key() const {
-  std::vector<int> k{eager_batching, lazy_param_grads, fusion, ios.has_value()};
+  std::vector<int> k{eager_batching, lazy_param_grads, fusion, push_from_message, ios.has_value()};
   if (ios) k.insert(k.end(), {static_cast<int>(ios->variant), ios->r, ios->s});
   return k;
 }
@@ -341,10 +359,13 @@ std::shared_ptr<const VertexPlan> build_vertex_plan(std::shared_ptr<const ir::Gr
   if (auto pulls = f->find(OpKind::Pull); !pulls.empty()) plan->pull = pulls[0];
   for (NodeId id : f->find(OpKind::Gather)) plan->gather_slots = std::max(plan->gather_slots, f->node(id).attrs.slot + 1);
   plan->gathers_all = !f->find(OpKind::GatherReduce).empty();
+  if (options.push_from_message) plan->push_col = pushed_column(*f, *df, plan->scatter_source, plan->push_source);
+  const bool push_reads_message = plan->push_col >= 0;
   plan_phases(plan->forward, options, false);
   plan_windows(plan->forward, df.get());
-  plan_fusion(plan->forward, options, df.get());
-  plan_task_local(plan->forward, df.get(), {plan->scatter_source, plan->push_source, plan->pull});
+  plan_fusion(plan->forward, options, df.get(), push_reads_message);
+  plan_task_local(plan->forward, df.get(),
+                  {plan->scatter_source, push_reads_message ? ir::kNoNode : plan->push_source, plan->pull});
   plan_phases(plan->backward, options, true);
   plan_windows(plan->backward, nullptr);
   plan_fusion(plan->backward, options, nullptr);

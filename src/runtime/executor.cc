@@ -71,7 +71,8 @@ struct Executor::Impl {
   plan::PlanOptions plan_options() const {
     return {.eager_batching = options.eager_batching, .lazy_param_grads = options.lazy_param_grads,
             .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt,
-            .direct_row_selection = options.direct_row_selection, .pull_from_table = options.pull_from_table};
+            .direct_row_selection = options.direct_row_selection, .pull_from_table = options.pull_from_table,
+            .push_from_message = options.row_windows && backend.has_row_windows()};
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
@@ -136,7 +137,7 @@ struct Executor::Impl {
     if (pending[n.inputs[0]]) {  // straight from the vertex function's rows
       row_table.clear();
       for (int32_t v : s.rows) row_table.push_back(schedule.row_of_vertex[static_cast<size_t>(v)]);
-      if (!s.rows.empty()) backend.copy_rows(runners[n.inputs[0]]->pushed_rows(), row_table, out, {});
+      if (!s.rows.empty()) runners[n.inputs[0]]->copy_pushed_rows(row_table, out, {});
       return;
     }
     const MatView& x = values[n.inputs[0]].view;

@@ -154,12 +154,19 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   if (pushed.data) copy_pushed(pushed);
 }
 
-MatView VertexRunner::pushed_rows() const {
-  return std::as_const(fwd_.arena[plan_->push_source]).rows(0, schedule_->num_rows());
+void VertexRunner::copy_pushed_rows(std::span<const int32_t> src_idx, MatView dst, std::span<const int32_t> dst_idx) {
+  const int64_t rows = schedule_->num_rows();
+  if (plan_->push_col < 0) {
+    backend_.copy_rows(std::as_const(fwd_.arena[plan_->push_source]).rows(0, rows), src_idx, dst, dst_idx);
+    return;
+  }
+  SYLVA_ASSERT(windows_, "a plan that pushes from the message on a backend without row windows");
+  const int64_t cols = plan_->forward.graph->node(plan_->push_source).type.cols();
+  backend_.move_row_windows(messages(), src_idx, dst, dst_idx, {plan_->push_col, 0, cols}, false);
 }
 
 // push: permute the pushed rows from task order back to vertex order.
-void VertexRunner::copy_pushed(MatView pushed) { backend_.copy_rows(pushed_rows(), {}, pushed, schedule_->vertex_of_row); }
+void VertexRunner::copy_pushed(MatView pushed) { copy_pushed_rows({}, pushed, schedule_->vertex_of_row); }
 
 void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull,
                             bool d_pull_table, const Observer* obs, const std::function<void()>* tick) {

@@ -67,7 +67,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
   find_children_blocks();
-  const NodeId kept[] = {plan_->push_source, plan_->scatter_source};
+  const NodeId kept[] = {plan_->push_col >= 0 ? ir::kNoNode : plan_->push_source, plan_->scatter_source};
   fwd_.unwritten = unwritten_zero_nodes(plan_->forward, &plan_->backward, kept);
   bwd_.unwritten = unwritten_zero_nodes(plan_->backward, nullptr, {});
   int64_t widest = 1;

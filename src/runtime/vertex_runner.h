@@ -63,10 +63,12 @@ class VertexRunner {
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull), or with prepare's pull_from_table the table, row r pulling
   /// its row pull_ids[vertex of r] (-1: zeros); pushed: [V, h] in vertex order, or none (no data): then
-  /// the pushed rows stay where F wrote them (pushed_rows, copy_pushed).
+  /// the pushed rows stay where F wrote them (copy_pushed_rows, copy_pushed).
   void forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs);
-  /// What F pushed, in row order (row_of_vertex), after forward().
-  MatView pushed_rows() const;
+  /// After forward(): dst[dst_idx[k]] = the row F pushed at row
+  /// src_idx[k] (row order, row_of_vertex), as Backend::copy_rows; from
+  /// the message's columns where the plan pushes from it (push_col).
+  void copy_pushed_rows(std::span<const int32_t> src_idx, MatView dst, std::span<const int32_t> dst_idx);
   /// What F pushed, into `pushed` [V, h] in vertex order.
   void copy_pushed(MatView pushed);
   /// Runs ∂F over the tasks in reverse: d_pushed in, d_pull [V, d] out

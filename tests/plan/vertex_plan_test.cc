@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "sylva/core/error.h"
 #include "sylva/frontend/parameter_set.h"
@@ -151,6 +152,35 @@ TEST(VertexPlan, TaskLocalValuesAreReadOnlyInsideTheirOwnTask) {
   // Without eager batching x·W runs in the loop, read only by the add.
   auto loop = plan::build_vertex_plan(c.f.shared_graph(), {.eager_batching = false});
   EXPECT_TRUE(local(loop->forward, c.xw));
+}
+
+// F scatters [h; c] and pushes h: h is the message's first columns. Kept
+// on its own only where ∂F reads it or the option is off.
+TEST(VertexPlan, APushedBlockOfTheMessageIsReadFromTheMessage) {
+  const auto plan_of = [](bool dF_reads_h, bool option) {
+    auto f = std::make_shared<VertexFunction>("message", 8, DType::f64);
+    ParameterSet ps(DType::f64, 1);
+    ps.add("U", {16, 8}, Init::uniform(-0.5, 0.5));
+    auto [a, o] = split<2>(matmul(concat({f->gather(0), f->gather(1)}), f->param(ps["U"])));
+    Symbol c = tanh(a);
+    Symbol h = dF_reads_h ? tanh(o) : sigmoid(o) * c;  // tanh's gradient reads its output
+    f->scatter(concat({h, c}));
+    f->push(h);
+    auto p = plan::build_vertex_plan(f->shared_graph(), {.push_from_message = option});
+    return std::make_pair(p, h.id());
+  };
+  const auto [p, h] = plan_of(false, true);
+  EXPECT_EQ(p->push_source, h);
+  EXPECT_EQ(p->push_col, 0);
+  EXPECT_TRUE(p->forward.task_local[static_cast<size_t>(h)]) << "no copy of h beside [h; c]";
+  for (const plan::FusedGroup& g : p->forward.fused)
+    EXPECT_EQ(std::find(g.outputs.begin(), g.outputs.end(), h), g.outputs.end()) << "h is not written out";
+  const auto [off, h_off] = plan_of(false, false);
+  EXPECT_EQ(off->push_col, -1);
+  EXPECT_FALSE(off->forward.task_local[static_cast<size_t>(h_off)]);
+  const auto [read, h_read] = plan_of(true, true);
+  EXPECT_EQ(read->push_col, -1) << "∂F reads h";
+  EXPECT_FALSE(read->forward.task_local[static_cast<size_t>(h_read)]);
 }
 
 TEST(VertexPlan, FoldsParameterGradientMatmulsOfTheGradientOnly) {

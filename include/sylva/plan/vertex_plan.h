@@ -42,6 +42,12 @@ struct PlanOptions {
   /// lookup read only by a vertex function's pull is not laid out; the
   /// pull reads the table's rows, and its gradient goes into the table's.
   bool pull_from_table = true;
+  /// Where F pushes a column block of the message it scatters (a Tree-LSTM
+  /// pushes h and scatters [h; c]) and ∂F does not read the pushed value,
+  /// the value is not kept beside the message: the push reads the
+  /// message's columns (VertexPlan::push_col). Needs a backend with row
+  /// windows; the executor sets it from ExecutorOptions::row_windows.
+  bool push_from_message = true;
   /// A key that orders options (the cache's; the vertex plans' options only).
   std::vector<int> key() const;
 };
@@ -104,6 +110,10 @@ struct VertexPlan {
   ir::NodeId scatter_source = ir::kNoNode;
   /// The node whose value F pushes (its output row).
   ir::NodeId push_source = ir::kNoNode;
+  /// >= 0 (PlanOptions::push_from_message): push_source is the columns
+  /// [push_col, push_col + its width) of scatter_source and is not kept
+  /// on its own; the pushed rows are read from the message's.
+  int64_t push_col = -1;
   /// F's pull node (kNoNode if F pulls nothing).
   ir::NodeId pull = ir::kNoNode;
   /// Gather slots F reads (1 + the highest), and whether it reads gather_reduce.

@@ -46,7 +46,8 @@ struct PlanOptions {
   /// pushes h and scatters [h; c]) and ∂F does not read the pushed value,
   /// the value is not kept beside the message: the push reads the
   /// message's columns (VertexPlan::push_col). Needs a backend with row
-  /// windows; the executor sets it from ExecutorOptions::row_windows.
+  /// windows: the executor sets it to ExecutorOptions::row_windows &&
+  /// Backend::has_row_windows().
   bool push_from_message = true;
   /// A key that orders options (the cache's; the vertex plans' options only).
   std::vector<int> key() const;

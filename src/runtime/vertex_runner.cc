@@ -464,10 +464,27 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
 
 void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
   const Absence& a = absence_[ti];
-  zero_nodes(plan_->forward, a, task_pull_zero_[ti] != 0, {}, lane.zero_f);  // F reads no forward values
-  if (!backward) return;
-  zero_nodes(plan_->backward, a, false, lane.zero_f, lane.zero_b, ti < task_push_zero_.size() && task_push_zero_[ti]);
-  unneeded_nodes(plan_->backward, a, lane.zero_b, lane.unneeded);
+  const bool pull_zero = task_pull_zero_[ti] != 0;
+  const bool push_zero = backward && ti < task_push_zero_.size() && task_push_zero_[ti];
+  // Everything the flags depend on besides the plan.
+  const std::array<uint64_t, 2> key{a.slots, uint64_t{a.no_children} | uint64_t{a.pull_grad_unused} << 1 |
+                                                 uint64_t{pull_zero} << 2 | uint64_t{push_zero} << 3 |
+                                                 uint64_t{backward} << 4};
+  for (const TaskFlags& f : lane.flags)
+    if (f.key == key) {
+      lane.zero_f = f.zero_f;
+      if (backward) lane.zero_b = f.zero_b, lane.unneeded = f.unneeded;
+      return;
+    }
+  zero_nodes(plan_->forward, a, pull_zero, {}, lane.zero_f);  // F reads no forward values
+  if (backward) {
+    zero_nodes(plan_->backward, a, false, lane.zero_f, lane.zero_b, push_zero);
+    unneeded_nodes(plan_->backward, a, lane.zero_b, lane.unneeded);
+  }
+  constexpr size_t kMaxKept = 16;  // distinct absences beyond this are worked out each time
+  if (lane.flags.size() < kMaxKept)
+    lane.flags.push_back({key, lane.zero_f, backward ? lane.zero_b : std::vector<uint8_t>{},
+                          backward ? lane.unneeded : std::vector<uint8_t>{}});
 }
 
 size_t VertexRunner::bytes_per_row() const {

@@ -3,6 +3,7 @@
 // runs where was decided by the plan; this only executes it.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -92,12 +93,21 @@ class VertexRunner {
   size_t bytes_per_row() const;
 
  private:
+  // What zero_f, zero_b and unneeded are for one key (task_flags).
+  struct TaskFlags {
+    std::array<uint64_t, 2> key{};
+    std::vector<uint8_t> zero_f, zero_b, unneeded;
+  };
   // What one thread needs to run nodes: operand lists, zero/unneeded flags
   // of the task at hand, per-task states of a phase, and (for a side
   // thread) observer events kept until the caller's thread reports them.
   struct Lane {
     std::vector<MatView> in, out;
     std::vector<uint8_t> zero_f, zero_b, unneeded;
+    // task_flags' results by what decides them (TaskFlags::key): a schedule
+    // has few distinct ones (a tree's leaf task and the rest), and working
+    // them out walks F and ∂F for every task of every phase.
+    std::vector<TaskFlags> flags;
     std::vector<TaskState> state;  // [node of the phase][task]
     bool buffer_events = false;
     std::vector<OpEvent> events;

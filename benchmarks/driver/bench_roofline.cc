@@ -52,6 +52,8 @@ constexpr Ablation kAblations[] = {
      "Input projections and their gradients per task (ExecutorOptions::eager_batching off)"},
     {"--no-fusion", "fusion", &ExecutorOptions::fusion, false,
      "Elementwise ops one by one (ExecutorOptions::fusion off)"},
+    {"--no-trim-fused-zeros", "trim_fused_zeros", &ExecutorOptions::trim_fused_zeros, false,
+     "Fused groups run whole where an input is known zero (ExecutorOptions::trim_fused_zeros off)"},
     {"--no-row-windows", "row_windows", &ExecutorOptions::row_windows, false,
      "Gathers and slices into values of their own before concat / gather gradients (ExecutorOptions::row_windows off)"},
     {"--no-task-local", "task_local_values", &ExecutorOptions::task_local_values, false,

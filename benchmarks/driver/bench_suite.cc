@@ -70,7 +70,8 @@ struct Options {
   bool list = false;
   bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false,
        no_row_windows = false, no_task_local = false,
-       no_direct_selection = false, no_pull_from_table = false, no_children_in_place = false;
+       no_direct_selection = false, no_pull_from_table = false, no_children_in_place = false,
+       no_trim_fused_zeros = false;
   bool projection_in_cell = false, per_gate = false, no_ios = false;
   std::string cell = "tai";
   std::string optimizer = "none";
@@ -158,6 +159,7 @@ nlohmann::json to_json(const Row& r) {
 StrategyOptions strategy_options(const Options& o) {
   return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .skip_zero_work = !o.no_skip_zero_work,
                        .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
+                       .trim_fused_zeros = !o.no_trim_fused_zeros,
                        .row_windows = !o.no_row_windows,
                        .task_local_values = !o.no_task_local, .children_in_place = !o.no_children_in_place,
                        .direct_row_selection = !o.no_direct_selection,
@@ -505,6 +507,8 @@ int main(int argc, char** argv) {
                "sylva: keep every per-vertex value for the whole minibatch, task-local ones too (ablation)");
   app.add_flag("--no-direct-selection", o.no_direct_selection,
                "sylva: lay a vertex function's output out in vertex order before selecting rows of it (ablation)");
+  app.add_flag("--no-trim-fused-zeros", o.no_trim_fused_zeros,
+               "sylva: run a fused group whole in tasks where some of its inputs are known zero (ablation)");
   app.add_flag("--no-children-in-place", o.no_children_in_place,
                "sylva: copy children's messages into concats and their gradients back even where they are "
                "consecutive rows (ablation)");

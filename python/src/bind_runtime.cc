@@ -196,6 +196,7 @@ void bind_executor_options(nb::module_& m) {
       .def_rw("lazy_param_grads", &ExecutorOptions::lazy_param_grads)
       .def_rw("eager_batching", &ExecutorOptions::eager_batching)
       .def_rw("fusion", &ExecutorOptions::fusion)
+      .def_rw("trim_fused_zeros", &ExecutorOptions::trim_fused_zeros)
       .def_rw("row_windows", &ExecutorOptions::row_windows)
       .def_rw("task_local_values", &ExecutorOptions::task_local_values)
       .def_rw("direct_row_selection", &ExecutorOptions::direct_row_selection)

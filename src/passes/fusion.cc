@@ -114,4 +114,73 @@ std::vector<int32_t> unit_order(const ir::Graph& g, const std::vector<int32_t>& 
   return order;
 }
 
+ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input) {
+  if (std::none_of(zero_input.begin(), zero_input.end(), [](uint8_t z) { return z != 0; })) return p;
+  const size_t S = p.steps.size();
+  std::vector<ir::FusedStep> steps = p.steps;
+  std::vector<uint8_t> zero(S, 0);
+  // What each step's value is: itself, or (a sum with a zero term) another
+  // step's or an external input's (< 0), in the program's own numbering.
+  std::vector<int32_t> same(S);
+  const auto is_zero = [&](int32_t a) {
+    return a < 0 ? zero_input[static_cast<size_t>(-1 - a)] != 0 : zero[static_cast<size_t>(a)] != 0;
+  };
+  for (size_t s = 0; s < S; ++s) {
+    ir::FusedStep& st = steps[s];
+    for (int32_t& a : st.args)
+      if (a >= 0) a = same[static_cast<size_t>(a)];
+    same[s] = static_cast<int32_t>(s);
+    bool z = false;
+    switch (ir::op_def(st.op).zeros) {
+      case ir::Zeros::any: z = std::any_of(st.args.begin(), st.args.end(), is_zero); break;
+      case ir::Zeros::all: z = !st.args.empty() && std::all_of(st.args.begin(), st.args.end(), is_zero); break;
+      case ir::Zeros::input0: z = !st.args.empty() && is_zero(st.args[0]); break;
+      case ir::Zeros::input1: z = st.args.size() > 1 && is_zero(st.args[1]); break;
+      default: break;
+    }
+    zero[s] = z;
+    if (z) continue;
+    if (st.op == ir::OpKind::Add && st.args.size() == 2 && (is_zero(st.args[0]) || is_zero(st.args[1])))
+      same[s] = is_zero(st.args[0]) ? st.args[1] : st.args[0];
+    else if (st.op == ir::OpKind::Sub && st.args.size() == 2 && is_zero(st.args[1]))
+      same[s] = st.args[0];
+    else if (st.op == ir::OpKind::Assemble) {
+      size_t kept = 0;
+      for (size_t k = 0; k < st.args.size(); ++k)
+        if (!is_zero(st.args[k])) {
+          st.args[kept] = st.args[k];
+          st.offsets[kept++] = st.offsets[k];
+        }
+      st.args.resize(kept);
+      st.offsets.resize(kept);
+    }
+  }
+  // Which steps run: the outputs, and what the running ones read.
+  std::vector<uint8_t> runs(S, 0);
+  for (size_t s = S; s-- > 0;) {
+    if (steps[s].output >= 0) runs[s] = 1;
+    if (!runs[s]) continue;
+    if (same[s] != static_cast<int32_t>(s)) {  // an output that is another value: a copy of it
+      const int32_t src = same[s];
+      if (src >= 0) runs[static_cast<size_t>(src)] = 1;
+      continue;
+    }
+    for (int32_t a : steps[s].args)
+      if (a >= 0) runs[static_cast<size_t>(a)] = 1;
+  }
+  ir::FusedProgram out;
+  out.name = p.name;
+  std::vector<int32_t> index(S, -1);  // new step index of each step that runs
+  for (size_t s = 0; s < S; ++s) {
+    if (!runs[s]) continue;
+    ir::FusedStep st = steps[s];
+    if (same[s] != static_cast<int32_t>(s)) st = ir::fused_step(ir::OpKind::Slice, {same[s]}, st.cols, st.output);
+    for (int32_t& a : st.args)
+      if (a >= 0) a = index[static_cast<size_t>(a)];
+    index[s] = static_cast<int32_t>(out.steps.size());
+    out.steps.push_back(std::move(st));
+  }
+  return out;
+}
+
 }  // namespace sylva::passes

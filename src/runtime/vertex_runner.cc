@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "numerics.h"
+#include "sylva/passes/fusion.h"
 #include "sylva/core/error.h"
 #include "sylva/core/log.h"
 
@@ -85,6 +86,7 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
   v.arena.resize(g.size());
   v.fixed = make_value_buffers(g.size(), backend_.memory());
   v.group_failed.assign(p.fused.size(), 0);
+  v.trimmed.assign(p.fused.size(), {});
   v.inside_group.assign(g.size(), -1);
   for (size_t k = 0; k < p.fused.size(); ++k)
     for (NodeId m : p.fused[k].members)
@@ -321,10 +323,14 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
       main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
   const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   main_.in.clear();
-  for (NodeId in : f.inputs) main_.in.push_back(group_input(v, in, t));
+  main_.zero_in.clear();
+  for (NodeId in : f.inputs) {
+    main_.in.push_back(group_input(v, in, t));
+    main_.zero_in.push_back(known_zero(v, in));
+  }
   main_.out.clear();
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
-  if (!backend_.run_fused(f.program, main_.in, main_.out, t.bs)) {
+  if (!backend_.run_fused(group_program(v, group), main_.in, main_.out, t.bs)) {
     v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
     for (NodeId m : f.members) reserve(v, static_cast<size_t>(m));
     log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
@@ -335,6 +341,18 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
     for (size_t k = 0; k < f.outputs.size(); ++k)
       check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
   report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
+}
+
+const ir::FusedProgram& VertexRunner::group_program(Values& v, size_t group) {
+  const ir::FusedProgram& whole = v.plan->fused[group].program;
+  const std::vector<uint8_t>& zero = main_.zero_in;
+  if (!options_.trim_fused_zeros || std::find(zero.begin(), zero.end(), 1) == zero.end()) return whole;
+  auto& kept = v.trimmed[group];
+  for (const auto& [pattern, program] : kept)
+    if (pattern == zero) return program;
+  constexpr size_t kMaxKept = 8;  // patterns of zero inputs per group beyond this run the whole program
+  if (kept.size() >= kMaxKept) return whole;
+  return kept.emplace_back(zero, passes::without_zero_inputs(whole, zero)).second;
 }
 
 void VertexRunner::check_numerics(const Values& v, const Node& n, const Task& t, const MatView& out, Lane& lane) {

@@ -43,6 +43,7 @@ struct RunnerOptions {
   bool row_windows = true;
   bool task_local_values = true;
   bool children_in_place = true;
+  bool trim_fused_zeros = true;
 };
 
 class VertexRunner {
@@ -104,6 +105,7 @@ class VertexRunner {
   struct Lane {
     std::vector<MatView> in, out;
     std::vector<uint8_t> zero_f, zero_b, unneeded;
+    std::vector<uint8_t> zero_in;  // run_group: which inputs of the group are known zero
     // task_flags' results by what decides them (TaskFlags::key): a schedule
     // has few distinct ones (a tree's leaf task and the rest), and working
     // them out walks F and ∂F for every task of every phase.
@@ -120,6 +122,9 @@ class VertexRunner {
     std::vector<DynamicTensor> arena;
     std::vector<ValueBuffer> fixed;
     std::vector<uint8_t> group_failed;  // the backend has no fused kernel: run the members
+    // Per fused group: its program without the zero inputs of a task
+    // (RunnerOptions::trim_fused_zeros), by which inputs are zero.
+    std::vector<std::vector<std::pair<std::vector<uint8_t>, ir::FusedProgram>>> trimmed;
     // Per node: the fused group it lives inside unseen (a member nobody
     // outside the group reads, so its kernel keeps it in registers), else -1.
     // Such a node gets no arena rows while its group runs fused.
@@ -157,6 +162,8 @@ class VertexRunner {
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
   void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
+  // Group `group`'s program for inputs zero where main_.zero_in says (trim_fused_zeros).
+  const ir::FusedProgram& group_program(Values& v, size_t group);
   // Whether node id of v is known zero in the task at hand (main lane's flags).
   bool known_zero(const Values& v, ir::NodeId id) const;
   // A fused group's input: one row of zeros (broadcast to every row) where

@@ -70,7 +70,8 @@ struct Result {
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false, .row_windows = false, .task_local_values = false, .streaming = false, .ios = false};
+          .fusion = false, .trim_fused_zeros = false, .row_windows = false, .task_local_values = false,
+          .streaming = false, .ios = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -170,6 +171,9 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"lazy_param_grads", [](ExecutorOptions& o) { o.lazy_param_grads = true; }},
       {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
       {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
+      {"fusion with skip_zero_work", [](ExecutorOptions& o) { o.fusion = o.skip_zero_work = true; }},
+      {"trim_fused_zeros (with fusion, skip_zero_work)",
+       [](ExecutorOptions& o) { o.trim_fused_zeros = o.fusion = o.skip_zero_work = true; }},
       {"row_windows", [](ExecutorOptions& o) { o.row_windows = true; }},
       {"task_local_values", [](ExecutorOptions& o) { o.task_local_values = true; }},
       // Fused groups write task-local values out and read them back.

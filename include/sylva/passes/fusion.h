@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "sylva/ir/fused.h"
 #include "sylva/ir/graph.h"
 
 namespace sylva::passes {
@@ -22,5 +24,16 @@ std::vector<int32_t> fusion_groups(const ir::Graph& g, const std::vector<bool>& 
 /// the groups allow (a group runs at the earliest point all its inputs are
 /// ready and ahead of everything that reads it).
 std::vector<int32_t> unit_order(const ir::Graph& g, const std::vector<int32_t>& group);
+
+/// `p` for a task in which the external inputs flagged in `zero_input`
+/// (one flag per input) are all zeros: a sum with a zero term is its other
+/// term (x + 0, 0 + x, x - 0), an assemble drops its zero pieces, and a
+/// step nothing then reads is left out; an output step that became another
+/// value is written as a copy of it. Steps that are zero by their op's
+/// Zeros rule and still read (or written out) are computed as before, from
+/// zeros. Same results as `p` on such inputs, bit for bit (adding a zero
+/// changes no bits but the sign of a zero). Returns `p` unchanged when no
+/// input is zero.
+ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input);
 
 }  // namespace sylva::passes

@@ -60,6 +60,14 @@ struct ExecutorOptions {
   /// passes::fusion_groups. A backend without fused kernels runs the ops one
   /// by one (with a warning).
   bool fusion = true;
+  /// Fused groups without their zero inputs: in a task where an input of
+  /// a fused group is known zero (skip_zero_work), the group runs a program
+  /// with what that makes trivial left out (passes::without_zero_inputs:
+  /// x + 0 is x, an assemble drops zero pieces, steps nothing reads are
+  /// not computed), kept per group and pattern of zero inputs. Tree-FC's
+  /// inner vertices add no zero word row; a Tree-LSTM leaf multiplies no
+  /// zero child's c. Same results. Needs fusion and skip_zero_work.
+  bool trim_fused_zeros = true;
   /// Row windows: a concat of F's gathered children copies their rows
   /// straight into its columns, and in ∂F a gather gradient adds a slice's
   /// columns straight into the children's message gradients, instead of

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <utility>
@@ -138,6 +139,20 @@ void ParameterSet::zero_grad(const RowSparsity* sparse) {
       std::memset(g + b * static_cast<int64_t>(elem), 0, static_cast<size_t>(e - b) * elem);
     });
   }
+}
+
+void sort_unique_rows(std::vector<int32_t>& rows, int64_t table_rows, std::vector<uint64_t>& bits) {
+  const auto words = static_cast<size_t>((table_rows + 63) / 64);
+  if (words > 4 * rows.size() + 64) {
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    return;
+  }
+  bits.assign(words, 0);
+  for (const int32_t r : rows) bits[static_cast<size_t>(r) >> 6] |= uint64_t{1} << (r & 63);
+  rows.clear();
+  for (size_t w = 0; w < words; ++w)
+    for (uint64_t b = bits[w]; b != 0; b &= b - 1) rows.push_back(static_cast<int32_t>(w * 64 + std::countr_zero(b)));
 }
 
 int64_t ParameterSet::numel() const {

@@ -1,7 +1,6 @@
 #include "sylva/runtime/executor.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <new>
 #include <string>
@@ -23,26 +22,6 @@ using detail::VertexRunner;
 using ir::Node;
 using ir::NodeId;
 using ir::OpKind;
-
-namespace {
-// Sorts `rows` (each in [0, table_rows)) and drops repeats. Where the
-// table's bitmap is small beside the rows, they are marked in it and read
-// back in order instead (a batch-1 Tree-FC step's 256 leaf ids: 3.5 µs of
-// std::sort, about 0.4% of the step).
-void sort_unique(std::vector<int32_t>& rows, int64_t table_rows, std::vector<uint64_t>& bits) {
-  const auto words = static_cast<size_t>((table_rows + 63) / 64);
-  if (words > 4 * rows.size() + 64) {
-    std::sort(rows.begin(), rows.end());
-    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
-    return;
-  }
-  bits.assign(words, 0);
-  for (const int32_t r : rows) bits[static_cast<size_t>(r) >> 6] |= uint64_t{1} << (r & 63);
-  rows.clear();
-  for (size_t w = 0; w < words; ++w)
-    for (uint64_t b = bits[w]; b != 0; b &= b - 1) rows.push_back(static_cast<int32_t>(w * 64 + std::countr_zero(b)));
-}
-}  // namespace
 
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
@@ -439,7 +418,7 @@ struct Executor::Impl {
       observe(n, g, gv, start);
       if (gradient_hook) gradient_hook(store.on_host() ? std::span<const std::string>(gp.final_after[at]) : std::span<const std::string>());
     }
-    for (auto& [name, rows] : sparse) sort_unique(rows, store.host(name).grad.shape().rows(), row_bits);
+    for (auto& [name, rows] : sparse) sort_unique_rows(rows, store.host(name).grad.shape().rows(), row_bits);
     store.flush_grads(sparse);  // device: into the ParameterSet
   }
 
@@ -460,7 +439,7 @@ struct Executor::Impl {
   plan::ProgramPlan program_plan;
   std::unordered_map<NodeId, plan::ProgramGradPlan> grads;
   RowSparsity sparse;
-  std::vector<uint64_t> row_bits;  // sort_unique's bitmap, reused
+  std::vector<uint64_t> row_bits;  // sort_unique_rows' bitmap, reused
   std::vector<MatView> scratch;  // kernel inputs, reused (no allocation per op)
   std::vector<int32_t> row_table;  // direct row selection: rows of the vertex function's rows
   std::vector<uint8_t> pending;  // per node: used in place, its value not laid out yet (forward_value)

@@ -18,6 +18,24 @@ namespace {
 
 using test::error_of;
 
+// Both ways of sorting a table's touched rows (a bitmap for a small table,
+// std::sort for a large one) give each row once, in increasing order.
+TEST(SortUniqueRows, EachRowOnceInOrderForSmallAndLargeTables) {
+  std::vector<uint64_t> bits;
+  for (const int64_t table : {int64_t{70}, int64_t{1} << 20}) {
+    std::vector<int32_t> rows = {64, 3, 69, 0, 3, 63, 64, 65, 0};
+    if (table > 70) rows.push_back(static_cast<int32_t>(table - 1));
+    std::vector<int32_t> want = rows;
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    sort_unique_rows(rows, table, bits);
+    EXPECT_EQ(rows, want) << "table of " << table << " rows";
+  }
+  std::vector<int32_t> none;
+  sort_unique_rows(none, 10, bits);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST(ParameterSet, ZerosAndConstant) {
   for (DType dt : {DType::f32, DType::f64}) {
     ParameterSet ps(dt, 1);

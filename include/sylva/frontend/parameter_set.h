@@ -42,6 +42,13 @@ struct Parameter {
 /// tables read only through lookup, so optimisers touch only those rows.
 using RowSparsity = std::map<std::string, std::vector<int32_t>>;
 
+/// Sorts `rows` (each in [0, table_rows)) and drops repeats, as RowSparsity
+/// keeps them. Where the table's bitmap is small beside the rows, they are
+/// marked in `bits` (scratch, reused) and read back in order instead of
+/// sorted (a batch-1 Tree-FC step's 256 leaf ids: std::sort was 0.4% of
+/// the step).
+void sort_unique_rows(std::vector<int32_t>& rows, int64_t table_rows, std::vector<uint64_t>& bits);
+
 /// Calls fn(begin, end) for the element ranges of `p`'s gradient that may be
 /// nonzero: one range per listed row when `sparse` names `p`, else [0, numel).
 template <class Fn>

@@ -226,6 +226,17 @@ def test_task_local_values_hold_less_and_change_nothing():
     assert losses[0] == losses[1] and 0 < held[0] < held[1]
 
 
+def test_trim_fused_zeros_is_an_option_that_changes_no_loss():
+    losses = []
+    for trim in (True, False):
+        ps, _, p, _, loss = tiny_tree_model()
+        ex = sylva.Executor(p, ps, trim_fused_zeros=trim)
+        assert ex.options.trim_fused_zeros is trim
+        ex.forward(sylva.GraphBatch(tiny_graphs()), "train")
+        losses.append(ex.scalar(loss))
+    assert losses[0] == losses[1]
+
+
 def test_devices():
     assert str(sylva.Device("cpu")) == "cpu" and sylva.Device("cuda:1").index == 1
     assert sylva.Device("cuda").kind == "cuda" and sylva.usable_cpu_cores() >= 1

@@ -308,8 +308,12 @@ bool VertexRunner::known_zero(const Values& v, NodeId id) const {
   return options_.skip_zero_work && (v.backward ? main_.zero_b : main_.zero_f)[static_cast<size_t>(id)] != 0;
 }
 
+bool VertexRunner::zero_for_group(const Values& v, NodeId id) const {
+  return known_zero(v, id) || (options_.skip_zero_work && v.backward && main_.unneeded[static_cast<size_t>(id)]);
+}
+
 MatView VertexRunner::group_input(Values& v, NodeId id, const Task& t) {
-  if (!known_zero(v, id)) return view(v, id, t);
+  if (!zero_for_group(v, id)) return view(v, id, t);
   const ir::ValueType& type = v.plan->graph->node(id).type;
   return {zero_row_.row(0), 1, row_width(type), type.dtype};
 }
@@ -326,7 +330,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   main_.zero_in.clear();
   for (NodeId in : f.inputs) {
     main_.in.push_back(group_input(v, in, t));
-    main_.zero_in.push_back(known_zero(v, in));
+    main_.zero_in.push_back(zero_for_group(v, in));
   }
   main_.out.clear();
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
@@ -384,7 +388,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     main_.zero_f[i] = gathers ? absence_[static_cast<size_t>(task_index)].message_absent(n)
                               : ir::zero_from_inputs(n, main_.zero_f);
   }
-  if (skip && h != Home::none && !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary) &&
+  if (skip && h != Home::none && (n.op == OpKind::Gather || !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) &&
       (v.backward ? main_.zero_b : main_.zero_f)[i]) {
     if (!v.unwritten[i]) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
     ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)

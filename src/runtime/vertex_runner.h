@@ -166,8 +166,12 @@ class VertexRunner {
   const ir::FusedProgram& group_program(Values& v, size_t group);
   // Whether node id of v is known zero in the task at hand (main lane's flags).
   bool known_zero(const Values& v, ir::NodeId id) const;
+  // Whether a fused group takes node id as zeros in the task at hand: it is
+  // known zero, or (∂F) unneeded -- not computed, and every member reading
+  // it is unneeded too.
+  bool zero_for_group(const Values& v, ir::NodeId id) const;
   // A fused group's input: one row of zeros (broadcast to every row) where
-  // the input is known zero in task t, its rows otherwise.
+  // zero_for_group, its rows otherwise.
   MatView group_input(Values& v, ir::NodeId id, const Task& t);
   // Runs the pre or post nodes of v for tasks [first, end) over runs of
   // consecutive tasks in which they are neither zero nor unneeded.

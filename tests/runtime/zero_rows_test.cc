@@ -6,8 +6,8 @@
 // Against every skip off, under both policies, over batches that grow and
 // shrink (rows of earlier tasks and batches stay behind in the arenas):
 // the same losses and gradients, and the gradients against central
-// differences every step; and the pushed gradient copied only for tasks
-// that have one.
+// differences every step; the pushed gradient copied only for tasks that
+// have one; and no gather run for a task whose children are all absent.
 #include <gtest/gtest.h>
 
 #include "support/test_device.h"
@@ -58,6 +58,7 @@ std::vector<std::vector<InputGraph>> root_labelled(Family family, uint64_t seed)
 struct Outcome {
   test::StepRecord steps;
   int64_t pushed_rows = 0, vertices = 0;  // rows push_grad_in copied; vertices of all batches
+  int64_t gathers = 0, first_task_gathers = 0;  // gathers F ran; those of each step's first task
 };
 
 Outcome run(Family family, BatchingPolicy policy, bool skip) {
@@ -67,6 +68,10 @@ Outcome run(Family family, BatchingPolicy policy, bool skip) {
   Outcome r;
   ex.set_observer([&](const OpEvent& e) {
     if (e.node.op == ir::OpKind::PushGradIn) r.pushed_rows += e.rows;
+    if (e.node.op == ir::OpKind::Gather) {
+      ++r.gathers;
+      r.first_task_gathers += e.task == 0;
+    }
   });
   const std::vector<std::vector<InputGraph>> batches = root_labelled(family, 23);
   for (const std::vector<InputGraph>& graphs : batches)
@@ -101,6 +106,19 @@ TEST(ZeroRows, CopiesThePushedGradientOnlyForTasksThatHaveOne) {
     EXPECT_GT(on.pushed_rows, 0);
     EXPECT_LT(on.pushed_rows, on.vertices);
   }
+}
+
+// The gated tree's F multiplies each gathered message by x before the
+// concat, so its gathers are values of their own (no row window). Under BFS
+// the first task is the leaves: both slots absent in every row, the
+// gathered messages known zero, and only products that are then zero too
+// read them -- so they are not gathered (not even as rows of zeros).
+TEST(ZeroRows, GathersNothingForATaskWhoseChildrenAreAllAbsent) {
+  const Outcome on = run(Family::gated_tree, BatchingPolicy::Bfs, true);
+  const Outcome off = run(Family::gated_tree, BatchingPolicy::Bfs, false);
+  EXPECT_GT(off.first_task_gathers, 0) << "without skipping, the leaves gather their absent children";
+  EXPECT_EQ(on.first_task_gathers, 0);
+  EXPECT_GT(on.gathers, 0) << "the other tasks gather their children";
 }
 
 }  // namespace

@@ -292,9 +292,9 @@ Tensor Tensor::reshape(Shape s) const {
 
 // ---- DynamicTensor -------------------------------------------------------
 
-bool DynamicTensor::reserve_rows(int64_t rows) {
+bool DynamicTensor::reserve_rows(int64_t rows, bool keep) {
   SYLVA_ASSERT(rows >= 0);
-  return arena_.reserve(static_cast<size_t>(std::max<int64_t>(rows, 1)) * row_bytes());
+  return arena_.reserve(static_cast<size_t>(std::max<int64_t>(rows, 1)) * row_bytes(), keep);
 }
 
 int64_t DynamicTensor::capacity_rows() const {

@@ -92,6 +92,10 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
     for (NodeId m : p.fused[k].members)
       if (std::find(p.fused[k].outputs.begin(), p.fused[k].outputs.end(), m) == p.fused[k].outputs.end())
         v.inside_group[static_cast<size_t>(m)] = static_cast<int32_t>(k);
+  v.group.assign(g.size(), -1);
+  for (size_t k = 0; k < p.fused.size(); ++k)
+    for (NodeId m : p.fused[k].members) v.group[static_cast<size_t>(m)] = static_cast<int32_t>(k);
+  v.local_rows.assign(g.size(), 0);
   for (const Node& n : g.nodes())
     if (p.home[static_cast<size_t>(n.id)] == Home::arena)
       v.arena[n.id] = DynamicTensor(n.type.shape, n.type.dtype, backend_.memory());
@@ -150,9 +154,10 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   minus_ones_.assign(static_cast<size_t>(rows), -1);
   plan_message_writes();
   plan_children_blocks();
-  main_.zero_f.assign(g.size(), 0);
   task_rows_ = 0;
   for (const Task& t : schedule.tasks) task_rows_ = std::max(task_rows_, t.bs);
+  size_task_local();
+  main_.zero_f.assign(g.size(), 0);
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
       if (materialized(*v, i)) reserve(*v, i);
@@ -175,7 +180,7 @@ void VertexRunner::reserve(Values& v, size_t i) {
     v.arena[i].reserve_rows(unblocked_rows_);
     return;
   }
-  v.arena[i].reserve_rows(task_local(v, i) ? task_rows_ : schedule_->num_rows());
+  v.arena[i].reserve_rows(task_local(v, i) ? v.local_rows[i] : schedule_->num_rows());
 }
 
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
@@ -184,7 +189,13 @@ MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
     case Home::arena:
       if (children_blocks_ && id == (v.backward ? grad_block_ : concat_block_))
         if (const MatView block = children_block(v.backward, t); block.data) return block;
-      return v.arena[id].rows(task_local(v, static_cast<size_t>(id)) ? 0 : t.offset, t.bs);
+      if (task_local(v, static_cast<size_t>(id))) {
+        SYLVA_ASSERT(t.bs <= v.local_rows[static_cast<size_t>(id)], "node ", id, " (", ir::op_name(n.op),
+                     ") of a task of ", t.bs, " rows has ", v.local_rows[static_cast<size_t>(id)],
+                     " task-local rows (size_task_local)");
+        return v.arena[id].rows(0, t.bs);
+      }
+      return v.arena[id].rows(t.offset, t.bs);
     case Home::fixed: return v.fixed[id].view;
     case Home::param: return params_.value(n.attrs.name);
     case Home::forward: return view(fwd_, n.attrs.ref, t);
@@ -336,6 +347,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
   if (!backend_.run_fused(group_program(v, group), main_.in, main_.out, t.bs)) {
     v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
+    grow_task_local(v);
     for (NodeId m : f.members) reserve(v, static_cast<size_t>(m));
     log(LogLevel::warning, "[" + backend_.name() + "] no fused kernel for " + f.program.name + " in '" +
                                v.plan->graph->name() + "'; running its ops one by one");
@@ -484,10 +496,10 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
   SYLVA_ASSERT(false, "unexpected gradient output ", ir::op_name(n.op));
 }
 
-void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {
+void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane, bool assume_nonzero) const {
   const Absence& a = absence_[ti];
-  const bool pull_zero = task_pull_zero_[ti] != 0;
-  const bool push_zero = backward && ti < task_push_zero_.size() && task_push_zero_[ti];
+  const bool pull_zero = !assume_nonzero && task_pull_zero_[ti] != 0;
+  const bool push_zero = !assume_nonzero && backward && ti < task_push_zero_.size() && task_push_zero_[ti];
   // Everything the flags depend on besides the plan.
   const std::array<uint64_t, 2> key{a.slots, uint64_t{a.no_children} | uint64_t{a.pull_grad_unused} << 1 |
                                                  uint64_t{pull_zero} << 2 | uint64_t{push_zero} << 3 |

@@ -131,6 +131,10 @@ class VertexRunner {
     std::vector<int32_t> inside_group;
     // Per node: known zero in a task, its rows stay unwritten (unwritten_zero_nodes).
     std::vector<uint8_t> unwritten;
+    // Per node: the fused group it is a member of (written out or not), else -1.
+    std::vector<int32_t> group;
+    // Per task-local node: the rows its arena has for this minibatch (size_task_local).
+    std::vector<int64_t> local_rows;
   };
 
   void init_values(Values& v, const plan::GraphPlan& p, bool backward);
@@ -185,8 +189,16 @@ class VertexRunner {
   std::vector<size_t> chunk_bounds(bool reverse) const;
   SideQueue& side();
   void report_side_events(const Observer* obs);
-  // zero_f (and for ∂F zero_b, unneeded) of task ti.
-  void task_flags(size_t ti, bool backward, Lane& lane) const;
+  // zero_f (and for ∂F zero_b, unneeded) of task ti; `assume_nonzero`:
+  // as if its pulled rows and pushed gradient were not zero (before they are known).
+  void task_flags(size_t ti, bool backward, Lane& lane, bool assume_nonzero = false) const;
+  // Task-local values (task_local_rows.cc): each gets the rows of the
+  // largest task of the minibatch that writes it (Values::local_rows).
+  void size_task_local();
+  // Whether the task loop writes node i of v in a task with `flags`' zero and unneeded flags.
+  bool writes_in_task(const Values& v, size_t i, const Lane& flags) const;
+  // After a fused group of v failed: the largest task's rows for every task-local value of v, keeping their rows.
+  void grow_task_local(Values& v);
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
   // The rows of task t in a per-row table (gather's children, vertex_of_row).
   static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t);

@@ -1,5 +1,6 @@
 // Task-local values (ExecutorOptions::task_local_values): a value that only
-// ops of its own task read lives in one block the size of the largest task.
+// ops of its own task read lives in one block the size of the largest task
+// that writes it.
 // The same losses and gradients, bit for bit, over steps whose batches grow
 // and shrink (the block is reused by every task of every step); and less
 // memory held, by at least the rows such a value no longer keeps.
@@ -62,6 +63,26 @@ TEST(TaskLocalValues, HoldLessMemoryByAtLeastTheRowsTheProductNoLongerKeeps) {
   ASSERT_LT(on.held, off.held);
   EXPECT_GE(off.held - on.held, static_cast<size_t>((400 - 8) * kHidden) * sizeof(float))
       << "held " << on.held << " bytes with task-local values, " << off.held << " without";
+}
+
+TEST(TaskLocalValues, HoldTheRowsOfTheLargestTaskThatWritesThem) {
+  // One chain of 20, then the same with 8 chains of one vertex beside it:
+  // the first task grows from 1 row to 9, every other task stays 1 row.
+  // In that first task the product gather(0)·U is known zero (no child)
+  // and stays unwritten, and ∂F's input gradient dG·Uᵀ is not needed: the
+  // task-local blocks keep 1 row, while every value that keeps all rows
+  // grows by 8. Sized by the largest task of the schedule they would grow
+  // by 8 rows too.
+  const std::vector<InputGraph> one = test::id_chains(1, 20, kVocab);
+  std::vector<InputGraph> more = one;
+  for (const InputGraph& g : test::id_chains(8, 1, kVocab)) more.push_back(g);
+  const size_t on_one = run({one}, true).held, on_more = run({more}, true).held;
+  const size_t off_one = run({one}, false).held, off_more = run({more}, false).held;
+  ASSERT_GT(off_more, off_one);
+  ASSERT_GE(on_more, on_one);
+  EXPECT_GE((off_more - off_one) - (on_more - on_one), static_cast<size_t>(8 * kHidden) * sizeof(float))
+      << "task-local values grew with a first task whose rows never write them (held bytes: " << on_one << " -> "
+      << on_more << " with task-local values, " << off_one << " -> " << off_more << " without)";
 }
 
 }  // namespace

@@ -32,9 +32,10 @@ class DynamicTensor {
   int64_t cols() const { return row_shape_.numel(); }
   size_t row_bytes() const { return static_cast<size_t>(cols()) * dtype_size(dtype_); }
 
-  /// Makes room for `rows` rows; grows the arena only when needed.
+  /// Makes room for `rows` rows; grows the arena only when needed (with
+  /// `keep`, the rows it held are copied over; else they are lost).
   /// Returns true if it allocated.
-  bool reserve_rows(int64_t rows);
+  bool reserve_rows(int64_t rows, bool keep = false);
   int64_t capacity_rows() const;
   int64_t bs() const { return bs_; }
   int64_t offset() const { return offset_; }

@@ -114,10 +114,18 @@ std::vector<int32_t> unit_order(const ir::Graph& g, const std::vector<int32_t>& 
   return order;
 }
 
-ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input) {
-  if (std::none_of(zero_input.begin(), zero_input.end(), [](uint8_t z) { return z != 0; })) return p;
+ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input,
+                                     std::span<const uint8_t> unused_output) {
+  const auto any = [](std::span<const uint8_t> f) {
+    return std::any_of(f.begin(), f.end(), [](uint8_t z) { return z != 0; });
+  };
+  if (!any(zero_input) && !any(unused_output)) return p;
   const size_t S = p.steps.size();
   std::vector<ir::FusedStep> steps = p.steps;
+  for (ir::FusedStep& st : steps) {  // an output not written is a step like the others
+    const auto k = static_cast<size_t>(st.output);
+    if (st.output >= 0 && k < unused_output.size() && unused_output[k]) st.output = -1;
+  }
   std::vector<uint8_t> zero(S, 0);
   // What each step's value is: itself, or (a sum with a zero term) another
   // step's or an external input's (< 0), in the program's own numbering.

@@ -25,7 +25,8 @@ bool VertexRunner::writes_in_task(const Values& v, size_t i, const Lane& flags) 
   const Node& n = p.graph->node(static_cast<ir::NodeId>(i));
   if (!p.runs(n.id) || p.phase[i] != Phase::loop || p.folded[i] || (windows_ && p.in_window[i])) return false;
   const int32_t group = v.group[i];
-  if (group >= 0 && !v.group_failed[static_cast<size_t>(group)]) return true;  // its group writes every output
+  if (group >= 0 && !v.group_failed[static_cast<size_t>(group)])  // an output its group writes unless unused
+    return !output_unused(v, n.id, flags);
   if (v.backward && flags.unneeded[i]) return false;                            // skip_unneeded
   const bool boundary = ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary);
   const bool zero = (v.backward ? flags.zero_b : flags.zero_f)[i] != 0;

@@ -344,7 +344,13 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
     main_.zero_in.push_back(zero_for_group(v, in));
   }
   main_.out.clear();
-  for (NodeId out : f.outputs) main_.out.push_back(view(v, out, t));
+  main_.unused_out.clear();
+  for (NodeId out : f.outputs) {
+    const bool unused = output_unused(v, out, main_);
+    main_.unused_out.push_back(unused);
+    const ir::ValueType& type = v.plan->graph->node(out).type;
+    main_.out.push_back(unused ? MatView{nullptr, t.bs, type.cols(), type.dtype} : view(v, out, t));
+  }
   if (!backend_.run_fused(group_program(v, group), main_.in, main_.out, t.bs)) {
     v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
     grow_task_local(v);
@@ -359,16 +365,37 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
 }
 
+bool VertexRunner::output_unused(const Values& v, NodeId o, const Lane& lane) const {
+  if (!options_.skip_zero_work || !options_.trim_fused_zeros) return false;
+  const auto i = static_cast<size_t>(o);
+  if (v.backward && lane.unneeded[i]) return true;
+  return (v.backward ? lane.zero_b : lane.zero_f)[i] && v.unwritten[i];
+}
+
 const ir::FusedProgram& VertexRunner::group_program(Values& v, size_t group) {
   const ir::FusedProgram& whole = v.plan->fused[group].program;
-  const std::vector<uint8_t>& zero = main_.zero_in;
-  if (!options_.trim_fused_zeros || std::find(zero.begin(), zero.end(), 1) == zero.end()) return whole;
+  const std::vector<uint8_t>&zero = main_.zero_in, &unused = main_.unused_out;
+  if (!options_.trim_fused_zeros ||
+      (std::find(zero.begin(), zero.end(), 1) == zero.end() && std::find(unused.begin(), unused.end(), 1) == unused.end()))
+    return whole;
   auto& kept = v.trimmed[group];
+  const auto same = [&](const std::vector<uint8_t>& pattern) {  // zero inputs, then unused outputs
+    return pattern.size() == zero.size() + unused.size() && std::equal(zero.begin(), zero.end(), pattern.begin()) &&
+           std::equal(unused.begin(), unused.end(), pattern.begin() + static_cast<std::ptrdiff_t>(zero.size()));
+  };
   for (const auto& [pattern, program] : kept)
-    if (pattern == zero) return program;
-  constexpr size_t kMaxKept = 8;  // patterns of zero inputs per group beyond this run the whole program
-  if (kept.size() >= kMaxKept) return whole;
-  return kept.emplace_back(zero, passes::without_zero_inputs(whole, zero)).second;
+    if (same(pattern)) return program;
+  std::vector<uint8_t> pattern = zero;
+  pattern.insert(pattern.end(), unused.begin(), unused.end());
+  ir::FusedProgram trimmed = passes::without_zero_inputs(whole, zero, unused);
+  // Beyond this many patterns per group the last one kept makes room: an
+  // unused output has no rows to write into, so the whole program is no fallback.
+  constexpr size_t kMaxKept = 8;
+  if (kept.size() >= kMaxKept) {
+    kept.back() = {std::move(pattern), std::move(trimmed)};
+    return kept.back().second;
+  }
+  return kept.emplace_back(std::move(pattern), std::move(trimmed)).second;
 }
 
 void VertexRunner::check_numerics(const Values& v, const Node& n, const Task& t, const MatView& out, Lane& lane) {
@@ -402,7 +429,8 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   if (skip && h != Home::none && (n.op == OpKind::Gather || !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) &&
       (v.backward ? main_.zero_b : main_.zero_f)[i]) {
-    if (!v.unwritten[i]) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+    // A member of a group that fell back to its members: the others read its rows.
+    if (!v.unwritten[i] || v.group[i] >= 0) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
     ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)
     return;
   }

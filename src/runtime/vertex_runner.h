@@ -105,7 +105,8 @@ class VertexRunner {
   struct Lane {
     std::vector<MatView> in, out;
     std::vector<uint8_t> zero_f, zero_b, unneeded;
-    std::vector<uint8_t> zero_in;  // run_group: which inputs of the group are known zero
+    std::vector<uint8_t> zero_in;     // run_group: which inputs of the group are known zero
+    std::vector<uint8_t> unused_out;  // run_group: which outputs of the group the task leaves unwritten
     // task_flags' results by what decides them (TaskFlags::key): a schedule
     // has few distinct ones (a tree's leaf task and the rest), and working
     // them out walks F and ∂F for every task of every phase.
@@ -166,7 +167,12 @@ class VertexRunner {
   void run_unit(Values& v, int32_t unit, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
   void run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs);
-  // Group `group`'s program for inputs zero where main_.zero_in says (trim_fused_zeros).
+  // Whether a fused group leaves its output o unwritten in a task with
+  // `lane`'s flags (trim_fused_zeros): o is not needed there (∂F), or known
+  // zero with readers that leave zero rows unread (unwritten_zero_nodes).
+  bool output_unused(const Values& v, ir::NodeId o, const Lane& lane) const;
+  // Group `group`'s program for inputs zero and outputs unused where
+  // main_.zero_in and main_.unused_out say (trim_fused_zeros).
   const ir::FusedProgram& group_program(Values& v, size_t group);
   // Whether node id of v is known zero in the task at hand (main lane's flags).
   bool known_zero(const Values& v, ir::NodeId id) const;

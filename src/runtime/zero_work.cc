@@ -68,6 +68,7 @@ bool zero_rows_unread(const plan::GraphPlan& p, const std::vector<int32_t>& grou
   return !cs.empty() && std::all_of(cs.begin(), cs.end(), [&](NodeId c) {
     const auto ci = static_cast<size_t>(c);
     const int32_t k = group_of[ci];
+    if (k >= 0 && k == group_of[static_cast<size_t>(i)]) return true;  // its own group reads the step, not the rows
     if (k >= 0) {
       const auto& in = p.fused[static_cast<size_t>(k)].inputs;
       return p.phase[ci] == plan::Phase::loop && std::find(in.begin(), in.end(), i) != in.end();
@@ -94,7 +95,7 @@ std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::
   std::vector<uint8_t> out(p.graph->size(), 0);
   for (const Node& n : p.graph->nodes()) {
     const auto i = static_cast<size_t>(n.id);
-    out[i] = p.home[i] == plan::Home::arena && group_of[i] < 0 && unread_by_backward[i] &&
+    out[i] = p.home[i] == plan::Home::arena && unread_by_backward[i] &&
              std::find(kept.begin(), kept.end(), n.id) == kept.end() && zero_rows_unread(p, group_of, n.id);
   }
   return out;

@@ -43,9 +43,11 @@ void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std:
 /// is known zero. Every reader, in `p` and (for F) through ∂F's forward
 /// values (`backward`), is a fused group of the task loop that takes it as
 /// an input (VertexRunner::run_group hands such a group one row of zeros
-/// instead) or a product that is then zero too and does not run; it is no
-/// member of a group itself and none of `kept` (the messages and the
-/// pushed rows: read from outside F).
+/// instead), a member of its own fused group (which computes the step and
+/// reads no rows; the group then leaves the output unwritten,
+/// VertexRunner::output_unused) or a product that is then zero too and
+/// does not run; and it is none of `kept` (the messages and the pushed
+/// rows: read from outside F).
 std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::GraphPlan* backward,
                                           std::span<const ir::NodeId> kept);
 /// ∂F nodes of a task whose result nobody needs: gradients for absent

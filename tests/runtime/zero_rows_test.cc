@@ -7,7 +7,8 @@
 // shrink (rows of earlier tasks and batches stay behind in the arenas):
 // the same losses and gradients, and the gradients against central
 // differences every step; the pushed gradient copied only for tasks that
-// have one; and no gather run for a task whose children are all absent.
+// have one; no gather run for a task whose children are all absent; and
+// outputs of fused groups that nobody needs in a task left unwritten.
 #include <gtest/gtest.h>
 
 #include "support/test_device.h"
@@ -119,6 +120,36 @@ TEST(ZeroRows, GathersNothingForATaskWhoseChildrenAreAllAbsent) {
   EXPECT_GT(off.first_task_gathers, 0) << "without skipping, the leaves gather their absent children";
   EXPECT_EQ(on.first_task_gathers, 0);
   EXPECT_GT(on.gathers, 0) << "the other tasks gather their children";
+}
+
+// The gated tree's ∂F sends each child d[gather(k)] = d[kids]'s block ⊙ x,
+// an output of its fused group that only that task's gather gradient reads
+// (a task-local value). At the leaves nobody needs it: with trimmed groups
+// it is not written there, so its block is sized by the tasks above. One
+// complete tree of 4 leaves, then the same with 8 lone vertices beside it
+// (the leaf task grows from 4 rows to 12, the others stay): with trimming
+// the values held grow by at least those 8 rows of it less than without.
+TEST(ZeroRows, FusedGroupsLeaveOutputsNobodyNeedsUnwritten) {
+  const auto held = [](bool trim, int lone) {
+    std::vector<InputGraph> graphs{complete_binary_tree(4, "tree")};
+    for (int k = 0; k < lone; ++k) graphs.push_back(complete_binary_tree(1, "lone " + std::to_string(k)));
+    for (InputGraph& g : graphs) {
+      std::vector<int32_t> x(static_cast<size_t>(g.num_vertices())), labels(x.size(), 1);
+      for (int32_t v = 0; v < g.num_vertices(); ++v) x[static_cast<size_t>(v)] = v % kVocab;
+      g.set_ids("x", x);
+      g.set_ids("labels", labels);
+    }
+    ParameterSet ps{DType::f64, 3};
+    Net m(ps, Family::gated_tree);
+    Executor ex(m.p, ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .trim_fused_zeros = trim}));
+    ex.forward(GraphBatch::of(graphs), Mode::train);
+    ps.zero_grad();
+    ex.backward(m.loss);
+    return ex.held_bytes();
+  };
+  const size_t on = held(true, 8) - held(true, 0), off = held(false, 8) - held(false, 0);
+  EXPECT_GE(off, on + static_cast<size_t>(8 * kH) * sizeof(double))
+      << "held bytes grew by " << on << " with trimmed groups, " << off << " without";
 }
 
 }  // namespace

@@ -32,8 +32,11 @@ std::vector<int32_t> unit_order(const ir::Graph& g, const std::vector<int32_t>& 
 /// value is written as a copy of it. Steps that are zero by their op's
 /// Zeros rule and still read (or written out) are computed as before, from
 /// zeros. Same results as `p` on such inputs, bit for bit (adding a zero
-/// changes no bits but the sign of a zero). Returns `p` unchanged when no
-/// input is zero.
-ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input);
+/// changes no bits but the sign of a zero). `unused_output` (one flag per
+/// output, or empty): outputs not written in the task, their steps then
+/// computed only where another step reads them. Returns `p` unchanged when
+/// no input is zero and every output is used.
+ir::FusedProgram without_zero_inputs(const ir::FusedProgram& p, std::span<const uint8_t> zero_input,
+                                     std::span<const uint8_t> unused_output = {});
 
 }  // namespace sylva::passes

@@ -8,9 +8,9 @@
 // is not needed: SST's leaves are about half the rows of a minibatch, the
 // next task a third of them or less. So each task-local value gets the rows
 // of the largest task whose loop writes it, worked out from the same
-// zero and unneeded flags the loop uses (with the pulled rows and pushed
-// gradients taken as non-zero, which they are not yet known not to be:
-// that only ever adds writes). view() checks every task against it.
+// zero and unneeded flags the loop uses, with the pulled rows and pushed
+// gradients taken as non-zero (they are not known yet; more zeros only
+// ever mean fewer writes). view() checks every task against it.
 #include "vertex_runner.h"
 
 namespace sylva::detail {

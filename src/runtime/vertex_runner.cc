@@ -361,7 +361,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   }
   if (options_.check_numerics)
     for (size_t k = 0; k < f.outputs.size(); ++k)
-      check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
+      if (!main_.unused_out[k]) check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
   report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
 }
 

@@ -102,5 +102,32 @@ TEST(CheckNumerics, FiniteTrainingIsUnchangedWithTheCheckOn) {
   EXPECT_EQ(test::relative_error(on.ps["E"].grad, off.ps["E"].grad), 0.0);
 }
 
+// Trees through a cell whose fused groups leave outputs unwritten at the
+// leaves (test::Family::gated_tree: ∂F's gradients for absent children):
+// the check reads only what the groups wrote, and changes no result.
+TEST(CheckNumerics, FiniteTreeTrainingIsUnchangedWithTheCheckOn) {
+  constexpr int64_t kH = 4;
+  constexpr int32_t kVocab = 7;
+  const auto run = [&](bool check) {
+    ParameterSet ps{DType::f64, 5};
+    ps.add("E", {kVocab, kH}, Init::uniform(-1, 1));
+    const VertexFunction f = test::family_cell(ps, test::Family::gated_tree, kH);
+    Program p(DType::f64);
+    const Symbol loss = sum(p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x"))));
+    Executor ex(p, ps, {.check_numerics = check});
+    std::vector<double> out;
+    for (const std::vector<InputGraph>& graphs : test::growing_batches(test::Family::gated_tree, 3, kVocab, 3)) {
+      ex.forward(GraphBatch::of(graphs), Mode::train);
+      out.push_back(ex.scalar(loss));
+      ps.zero_grad();
+      ex.backward(loss);
+      for (Parameter* prm : ps.all())
+        for (int64_t k = 0; k < prm->grad.numel(); ++k) out.push_back(prm->grad.at(k));
+    }
+    return out;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
 }  // namespace
 }  // namespace sylva

@@ -64,9 +64,12 @@ struct ExecutorOptions {
   /// a fused group is known zero (skip_zero_work), the group runs a program
   /// with what that makes trivial left out (passes::without_zero_inputs:
   /// x + 0 is x, an assemble drops zero pieces, steps nothing reads are
-  /// not computed), kept per group and pattern of zero inputs. Tree-FC's
-  /// inner vertices add no zero word row; a Tree-LSTM leaf multiplies no
-  /// zero child's c. Same results. Needs fusion and skip_zero_work.
+  /// not computed), kept per group and pattern of zero inputs; likewise
+  /// it leaves unwritten the outputs the task does not need (∂F's
+  /// gradients for a leaf's absent children; known-zero outputs nobody
+  /// then reads). Tree-FC's inner vertices add no zero word row; a
+  /// Tree-LSTM leaf multiplies no zero child's c and computes no gradient
+  /// for it. Same results. Needs fusion and skip_zero_work.
   bool trim_fused_zeros = true;
   /// Row windows: a concat of F's gathered children copies their rows
   /// straight into its columns, and in ∂F a gather gradient adds a slice's
@@ -77,9 +80,11 @@ struct ExecutorOptions {
   /// Task-local values: a per-vertex value that only ops of the same task
   /// read (an intermediate of F or ∂F that neither ∂F, a parent's gather,
   /// the push nor the work before or after the loop reads; VertexPlan's
-  /// task_local marks) lives in one block the size of the largest task,
-  /// reused by every task, instead of a row per vertex of the minibatch.
-  /// Less memory, and the block stays in cache from one task to the next.
+  /// task_local marks) lives in one block the size of the largest task
+  /// that writes it (at a tree's leaves, often the largest task, values
+  /// computed from the children are known zero and not written), reused
+  /// by every task, instead of a row per vertex of the minibatch. Less
+  /// memory, and the block stays in cache from one task to the next.
   bool task_local_values = true;
   /// Children in place: where, in a minibatch, every vertex's children
   /// sit in consecutive rows in slot order and the children of consecutive

@@ -351,6 +351,10 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
     const ir::ValueType& type = v.plan->graph->node(out).type;
     main_.out.push_back(unused ? MatView{nullptr, t.bs, type.cols(), type.dtype} : view(v, out, t));
   }
+  if (std::find(main_.unused_out.begin(), main_.unused_out.end(), 0) == main_.unused_out.end()) {
+    skipped_ += static_cast<int64_t>(f.members.size());  // nothing to write (and no program for a backend to compile)
+    return;
+  }
   if (!backend_.run_fused(group_program(v, group), main_.in, main_.out, t.bs)) {
     v.group_failed[group] = 1;  // from now on its members run one by one, each into its own rows
     grow_task_local(v);

@@ -152,5 +152,39 @@ TEST(ZeroRows, FusedGroupsLeaveOutputsNobodyNeedsUnwritten) {
       << "held bytes grew by " << on << " with trimmed groups, " << off << " without";
 }
 
+// A fused group none of whose outputs a task needs does not run at all (a
+// backend that compiles fused kernels would otherwise be handed a program
+// with no output). F: h = tanh([tanh(h_l); tanh(h_r)]·W + x); ∂F's group of
+// the children's gradients (a slice of dG·Wᵀ through tanh's gradient, per
+// child) has nothing to write at the leaves.
+TEST(ZeroRows, AGroupWithNothingToWriteDoesNotRun) {
+  const auto leaf_groups = [](bool trim) {
+    ParameterSet ps{DType::f64, 3};
+    ps.add("E", {kVocab, kH}, Init::uniform(-1, 1));
+    ps.add("W", {2 * kH, kH}, Init::glorot());
+    VertexFunction f("f", kH, DType::f64);
+    const Symbol h = tanh(matmul(concat({tanh(f.gather(0)), tanh(f.gather(1))}), f.param(ps["W"])) + f.pull(kH));
+    f.scatter(h);
+    f.push(h);
+    Program p(DType::f64);
+    const Symbol loss = sum(p.apply(f, lookup(p.param(ps["E"]), p.input_ids("x"))));
+    std::vector<InputGraph> graphs{complete_binary_tree(4, "tree")};
+    InputGraph& g = graphs[0];
+    std::vector<int32_t> x(static_cast<size_t>(g.num_vertices()));
+    for (int32_t v = 0; v < g.num_vertices(); ++v) x[static_cast<size_t>(v)] = v % kVocab;
+    g.set_ids("x", x);
+    Executor ex(p, ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .trim_fused_zeros = trim}));
+    int groups = 0;  // fused groups ∂F ran for the leaf task
+    ex.set_observer([&](const OpEvent& e) {
+      if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.task == 0 && !e.fused.empty()) ++groups;
+    });
+    ex.forward(GraphBatch::of(graphs), Mode::train);
+    ps.zero_grad();
+    ex.backward(loss);
+    return groups;
+  };
+  EXPECT_LT(leaf_groups(true), leaf_groups(false));
+}
+
 }  // namespace
 }  // namespace sylva

@@ -16,8 +16,6 @@
 namespace sylva::detail {
 
 using ir::Node;
-using ir::OpKind;
-using plan::Home;
 using plan::Phase;
 
 bool VertexRunner::writes_in_task(const Values& v, size_t i, const Lane& flags) const {
@@ -28,9 +26,8 @@ bool VertexRunner::writes_in_task(const Values& v, size_t i, const Lane& flags) 
   if (group >= 0 && !v.group_failed[static_cast<size_t>(group)])  // an output its group writes unless unused
     return !output_unused(v, n.id, flags);
   if (v.backward && flags.unneeded[i]) return false;                            // skip_unneeded
-  const bool boundary = ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary);
   const bool zero = (v.backward ? flags.zero_b : flags.zero_f)[i] != 0;
-  if (p.home[i] != Home::none && (n.op == OpKind::Gather || !boundary) && zero) return !v.unwritten[i];
+  if (zero && skips_when_zero(n, p.home[i])) return !v.unwritten[i];
   return true;  // run (or, children in place, its rows are views elsewhere: counted anyway)
 }
 

@@ -338,20 +338,21 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
       main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
   const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   main_.in.clear();
-  main_.zero_in.clear();
+  main_.trim.clear();
   for (NodeId in : f.inputs) {
     main_.in.push_back(group_input(v, in, t));
-    main_.zero_in.push_back(zero_for_group(v, in));
+    main_.trim.push_back(zero_for_group(v, in));
   }
   main_.out.clear();
-  main_.unused_out.clear();
+  bool writes = false;
   for (NodeId out : f.outputs) {
     const bool unused = output_unused(v, out, main_);
-    main_.unused_out.push_back(unused);
+    main_.trim.push_back(unused);
+    writes = writes || !unused;
     const ir::ValueType& type = v.plan->graph->node(out).type;
     main_.out.push_back(unused ? MatView{nullptr, t.bs, type.cols(), type.dtype} : view(v, out, t));
   }
-  if (std::find(main_.unused_out.begin(), main_.unused_out.end(), 0) == main_.unused_out.end()) {
+  if (!writes) {
     skipped_ += static_cast<int64_t>(f.members.size());  // nothing to write (and no program for a backend to compile)
     return;
   }
@@ -365,7 +366,7 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
   }
   if (options_.check_numerics)
     for (size_t k = 0; k < f.outputs.size(); ++k)
-      if (!main_.unused_out[k]) check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
+      if (!main_.trim[f.inputs.size() + k]) check_numerics(v, v.plan->graph->node(f.outputs[k]), t, main_.out[k], main_);
   report(v, v.plan->graph->node(f.members.back()), t, task_index, obs, main_, start, f.members);
 }
 
@@ -378,28 +379,21 @@ bool VertexRunner::output_unused(const Values& v, NodeId o, const Lane& lane) co
 
 const ir::FusedProgram& VertexRunner::group_program(Values& v, size_t group) {
   const ir::FusedProgram& whole = v.plan->fused[group].program;
-  const std::vector<uint8_t>&zero = main_.zero_in, &unused = main_.unused_out;
-  if (!options_.trim_fused_zeros ||
-      (std::find(zero.begin(), zero.end(), 1) == zero.end() && std::find(unused.begin(), unused.end(), 1) == unused.end()))
-    return whole;
+  const std::vector<uint8_t>& key = main_.trim;
+  if (!options_.trim_fused_zeros || std::find(key.begin(), key.end(), 1) == key.end()) return whole;
   auto& kept = v.trimmed[group];
-  const auto same = [&](const std::vector<uint8_t>& pattern) {  // zero inputs, then unused outputs
-    return pattern.size() == zero.size() + unused.size() && std::equal(zero.begin(), zero.end(), pattern.begin()) &&
-           std::equal(unused.begin(), unused.end(), pattern.begin() + static_cast<std::ptrdiff_t>(zero.size()));
-  };
   for (const auto& [pattern, program] : kept)
-    if (same(pattern)) return program;
-  std::vector<uint8_t> pattern = zero;
-  pattern.insert(pattern.end(), unused.begin(), unused.end());
-  ir::FusedProgram trimmed = passes::without_zero_inputs(whole, zero, unused);
+    if (pattern == key) return program;
+  const std::span<const uint8_t> all(key), zero = all.first(v.plan->fused[group].inputs.size());
+  ir::FusedProgram trimmed = passes::without_zero_inputs(whole, zero, all.subspan(zero.size()));
   // Beyond this many patterns per group the last one kept makes room: an
   // unused output has no rows to write into, so the whole program is no fallback.
   constexpr size_t kMaxKept = 8;
   if (kept.size() >= kMaxKept) {
-    kept.back() = {std::move(pattern), std::move(trimmed)};
+    kept.back() = {key, std::move(trimmed)};
     return kept.back().second;
   }
-  return kept.emplace_back(std::move(pattern), std::move(trimmed)).second;
+  return kept.emplace_back(key, std::move(trimmed)).second;
 }
 
 void VertexRunner::check_numerics(const Values& v, const Node& n, const Task& t, const MatView& out, Lane& lane) {
@@ -431,8 +425,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     main_.zero_f[i] = gathers ? absence_[static_cast<size_t>(task_index)].message_absent(n)
                               : ir::zero_from_inputs(n, main_.zero_f);
   }
-  if (skip && h != Home::none && (n.op == OpKind::Gather || !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary)) &&
-      (v.backward ? main_.zero_b : main_.zero_f)[i]) {
+  if (skip && skips_when_zero(n, h) && (v.backward ? main_.zero_b : main_.zero_f)[i]) {
     // A member of a group that fell back to its members: the others read its rows.
     if (!v.unwritten[i] || v.group[i] >= 0) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
     ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)
@@ -445,6 +438,10 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     main_.zero_f[i] = z;
     task_pull_zero_[static_cast<size_t>(task_index)] = z;
   }
+}
+
+bool VertexRunner::skips_when_zero(const Node& n, Home h) {
+  return h != Home::none && (n.op == OpKind::Gather || !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary));
 }
 
 void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,

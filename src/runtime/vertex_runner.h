@@ -105,8 +105,9 @@ class VertexRunner {
   struct Lane {
     std::vector<MatView> in, out;
     std::vector<uint8_t> zero_f, zero_b, unneeded;
-    std::vector<uint8_t> zero_in;     // run_group: which inputs of the group are known zero
-    std::vector<uint8_t> unused_out;  // run_group: which outputs of the group the task leaves unwritten
+    // run_group: which inputs of the group are zero in the task, then which
+    // outputs it leaves unwritten (the key of the group's trimmed programs).
+    std::vector<uint8_t> trim;
     // task_flags' results by what decides them (TaskFlags::key): a schedule
     // has few distinct ones (a tree's leaf task and the rest), and working
     // them out walks F and ∂F for every task of every phase.
@@ -151,6 +152,10 @@ class VertexRunner {
   // phase or is skipped (zero or unneeded).
   void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
+  // Whether run_node, given that n is known zero in a task, skips its kernel
+  // (and writes nothing where its rows stay unwritten): every op with a
+  // value of its own but the boundary ops other than a gather.
+  static bool skips_when_zero(const ir::Node& n, plan::Home h);
   // Runs node n over the rows of t (a task, or a run of tasks outside the loop).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                  const Observer* obs, Lane& lane);
@@ -172,7 +177,7 @@ class VertexRunner {
   // zero with readers that leave zero rows unread (unwritten_zero_nodes).
   bool output_unused(const Values& v, ir::NodeId o, const Lane& lane) const;
   // Group `group`'s program for inputs zero and outputs unused where
-  // main_.zero_in and main_.unused_out say (trim_fused_zeros).
+  // main_.trim says (trim_fused_zeros).
   const ir::FusedProgram& group_program(Values& v, size_t group);
   // Whether node id of v is known zero in the task at hand (main lane's flags).
   bool known_zero(const Values& v, ir::NodeId id) const;

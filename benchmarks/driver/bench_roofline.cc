@@ -62,6 +62,9 @@ constexpr Ablation kAblations[] = {
      "Rows selected from a vertex function's output in vertex order first (ExecutorOptions::direct_row_selection off)"},
     {"--no-children-in-place", "children_in_place", &ExecutorOptions::children_in_place, false,
      "Children's messages copied into concats even where consecutive (ExecutorOptions::children_in_place off)"},
+    {"--no-lend-arenas", "lend_forward_arenas", &ExecutorOptions::lend_forward_arenas, false,
+     "Values of dF in arenas of their own, not in those of F's values dead after its loop "
+     "(ExecutorOptions::lend_forward_arenas off)"},
     {"--no-pull-from-table", "pull_from_table", &ExecutorOptions::pull_from_table, false,
      "A lookup's rows laid out in vertex order before F pulls them (ExecutorOptions::pull_from_table off)"},
     {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,

@@ -71,7 +71,7 @@ struct Options {
   bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false,
        no_row_windows = false, no_task_local = false,
        no_direct_selection = false, no_pull_from_table = false, no_children_in_place = false,
-       no_trim_fused_zeros = false;
+       no_trim_fused_zeros = false, no_lend_arenas = false;
   bool projection_in_cell = false, per_gate = false, no_ios = false;
   std::string cell = "tai";
   std::string optimizer = "none";
@@ -162,6 +162,7 @@ StrategyOptions strategy_options(const Options& o) {
                        .trim_fused_zeros = !o.no_trim_fused_zeros,
                        .row_windows = !o.no_row_windows,
                        .task_local_values = !o.no_task_local, .children_in_place = !o.no_children_in_place,
+                       .lend_forward_arenas = !o.no_lend_arenas,
                        .direct_row_selection = !o.no_direct_selection,
                        .pull_from_table = !o.no_pull_from_table, .streaming = !o.no_streaming, .ios = !o.no_ios},
           .measure_movement = o.measure_movement, .optimizer = o.optimizer, .lr = o.lr};
@@ -512,6 +513,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-children-in-place", o.no_children_in_place,
                "sylva: copy children's messages into concats and their gradients back even where they are "
                "consecutive rows (ablation)");
+  app.add_flag("--no-lend-arenas", o.no_lend_arenas,
+               "sylva: give dF's per-vertex values arenas of their own instead of those of F's values nothing "
+               "reads after F's loop (ablation)");
   app.add_flag("--no-pull-from-table", o.no_pull_from_table,
                "sylva: lay a lookup's rows out in vertex order before a vertex function pulls them (ablation)");
   app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");

@@ -197,6 +197,7 @@ void bind_executor_options(nb::module_& m) {
       .def_rw("eager_batching", &ExecutorOptions::eager_batching)
       .def_rw("fusion", &ExecutorOptions::fusion)
       .def_rw("trim_fused_zeros", &ExecutorOptions::trim_fused_zeros)
+      .def_rw("lend_forward_arenas", &ExecutorOptions::lend_forward_arenas)
       .def_rw("row_windows", &ExecutorOptions::row_windows)
       .def_rw("task_local_values", &ExecutorOptions::task_local_values)
       .def_rw("direct_row_selection", &ExecutorOptions::direct_row_selection)

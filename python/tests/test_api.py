@@ -201,6 +201,7 @@ def test_options_as_keyword_arguments():
     assert sylva.ExecutorOptions(direct_row_selection=False).direct_row_selection is False
     assert sylva.ExecutorOptions(pull_from_table=False).pull_from_table is False
     assert sylva.ExecutorOptions(children_in_place=False).children_in_place is False
+    assert sylva.ExecutorOptions(lend_forward_arenas=False).lend_forward_arenas is False
     t = sylva.TrainerOptions()
     t.normalisation = "none"
     assert t.normalisation == "none" and t.parallel.overlap

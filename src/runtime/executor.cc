@@ -57,7 +57,8 @@ struct Executor::Impl {
                                                                              options.row_windows,
                                                                              options.task_local_values,
                                                                              options.children_in_place,
-                                                                             options.trim_fused_zeros});
+                                                                             options.trim_fused_zeros,
+                                                                             options.lend_forward_arenas});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",

@@ -68,6 +68,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
   find_children_blocks();
+  pair_lent_arenas();
   const NodeId kept[] = {plan_->push_col >= 0 ? ir::kNoNode : plan_->push_source, plan_->scatter_source};
   fwd_.unwritten = unwritten_zero_nodes(plan_->forward, &plan_->backward, kept);
   bwd_.unwritten = unwritten_zero_nodes(plan_->backward, nullptr, {});
@@ -180,7 +181,9 @@ void VertexRunner::reserve(Values& v, size_t i) {
     v.arena[i].reserve_rows(unblocked_rows_);
     return;
   }
-  v.arena[i].reserve_rows(task_local(v, i) ? v.local_rows[i] : schedule_->num_rows());
+  const int64_t rows = task_local(v, i) ? v.local_rows[i] : schedule_->num_rows();
+  if (v.backward && lender_[i] != ir::kNoNode) return reserve_lent(i, rows);
+  v.arena[i].reserve_rows(rows);
 }
 
 MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
@@ -189,6 +192,8 @@ MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
     case Home::arena:
       if (children_blocks_ && id == (v.backward ? grad_block_ : concat_block_))
         if (const MatView block = children_block(v.backward, t); block.data) return block;
+      if (v.backward && lender_[static_cast<size_t>(id)] != ir::kNoNode)
+        return lent_rows(static_cast<size_t>(id), t.offset, t.bs);
       if (task_local(v, static_cast<size_t>(id))) {
         SYLVA_ASSERT(t.bs <= v.local_rows[static_cast<size_t>(id)], "node ", id, " (", ir::op_name(n.op),
                      ") of a task of ", t.bs, " rows has ", v.local_rows[static_cast<size_t>(id)],
@@ -554,7 +559,12 @@ size_t VertexRunner::bytes_per_row() const {
   size_t n = plan_->scatter_source != ir::kNoNode ? scatter_grad_.row_bytes() : 0;
   for (const Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (materialized(*v, i)) n += v->arena[i].row_bytes();
+      if (materialized(*v, i)) {
+        const size_t own = v->arena[i].row_bytes();
+        const ir::NodeId lender = v->backward ? lender_[i] : ir::kNoNode;
+        const size_t lent = lender == ir::kNoNode ? 0 : fwd_.arena[static_cast<size_t>(lender)].row_bytes();
+        n += own > lent ? own - lent : 0;  // a lender's rows hold the first `lent` bytes of each row
+      }
   return n;
 }
 

@@ -44,6 +44,7 @@ struct RunnerOptions {
   bool task_local_values = true;
   bool children_in_place = true;
   bool trim_fused_zeros = true;
+  bool lend_forward_arenas = true;
 };
 
 class VertexRunner {
@@ -231,6 +232,13 @@ class VertexRunner {
   MatView children_block(bool backward, const Task& t);
   // Whether n is F's concat or a gather gradient of ∂F and t's rows have their children in place.
   bool in_children_block(const Values& v, const ir::Node& n, const Task& t);
+  // Lent arenas (lent_arenas.cc): ∂F's values that keep every row use the
+  // arenas of F's values nothing reads after F's loop (lender_).
+  void pair_lent_arenas();
+  // Room for ∂F's node i (lender_[i] set) in its lender's arena: `rows` of i's rows.
+  void reserve_lent(size_t i, int64_t rows);
+  // Rows [offset, offset + bs) of ∂F's node i, in its lender's arena.
+  MatView lent_rows(size_t i, int64_t offset, int64_t bs);
 
   std::shared_ptr<const plan::VertexPlan> plan_;
   Backend& backend_;
@@ -258,6 +266,8 @@ class VertexRunner {
   bool children_blocks_ = false;
   std::vector<int32_t> child_base_, blocked_rows_;
   int64_t unblocked_rows_ = 0;  // the concat's arena rows still used: up to the last row without children
+  // Per node of ∂F: the node of F whose arena holds its rows (kNoNode: its own).
+  std::vector<ir::NodeId> lender_;
   MatView pull_, d_pushed_, d_pull_;
   std::vector<int32_t> pull_rows_;  // pull_from_table: per row, the table row it pulls (-1: zeros); else empty
   bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)

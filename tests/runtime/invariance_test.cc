@@ -71,7 +71,7 @@ struct Result {
 ExecutorOptions none(BatchingPolicy policy) {
   return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
           .fusion = false, .trim_fused_zeros = false, .row_windows = false, .task_local_values = false,
-          .streaming = false, .ios = false};
+          .lend_forward_arenas = false, .streaming = false, .ios = false};
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -178,6 +178,9 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       {"task_local_values", [](ExecutorOptions& o) { o.task_local_values = true; }},
       // Fused groups write task-local values out and read them back.
       {"task_local_values (with fusion)", [](ExecutorOptions& o) { o.task_local_values = o.fusion = true; }},
+      // x·W, before the loop with eager batching, lends its arena to ∂F's gate gradients, kept for lazy batching.
+      {"lend_forward_arenas (with eager, lazy)",
+       [](ExecutorOptions& o) { o.lend_forward_arenas = o.eager_batching = o.lazy_param_grads = true; }},
       // Streaming moves the work eager and lazy batching take out of the loop.
       {"streaming (with eager, lazy)",
        [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},

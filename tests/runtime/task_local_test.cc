@@ -26,7 +26,9 @@ struct Steps {
 Steps run(const std::vector<std::vector<InputGraph>>& batches, bool task_local) {
   ParameterSet ps{DType::f32, 2};
   test::ChainNet m(ps, kVocab, kHidden);
-  Executor ex(m.program, ps, test::on_test_device({.task_local_values = task_local}));
+  // Without lent arenas: else, with task-local values off, the product
+  // (dead after F's loop) would lend its arena to ∂F and hide the saving.
+  Executor ex(m.program, ps, test::on_test_device({.task_local_values = task_local, .lend_forward_arenas = false}));
   Steps s;
   for (const std::vector<InputGraph>& b : batches) {
     ex.forward(GraphBatch::of(b), Mode::train);

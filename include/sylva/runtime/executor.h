@@ -95,6 +95,15 @@ struct ExecutorOptions {
   /// children's message-gradient rows: neither copies a row. Needs
   /// row_windows and skip_zero_work; any other batch runs as before.
   bool children_in_place = true;
+  /// Lent arenas: a value of F that keeps a row per vertex but that nothing
+  /// reads once F's task loop is done (neither ∂F, a parent's gather, the
+  /// push nor the pull: x·W computed before the loop for a Tree-LSTM's gate
+  /// group) lends its arena to a value of ∂F that keeps a row per vertex
+  /// (the gate gradients kept for the lazy weight gradients), which the
+  /// backward writes after F is done with it. One buffer instead of two;
+  /// the same results. Values of F are then not kept past backward(),
+  /// which only ∂F reads anyway.
+  bool lend_forward_arenas = true;
   /// Direct row selection: where every consumer of a vertex function's
   /// output is a select_rows of it (a classifier on the labelled vertices),
   /// the selections copy their rows straight from the function's rows

@@ -1,4 +1,5 @@
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -6,9 +7,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <mutex>
 #include <numeric>
 #include <atomic>
 #include <thread>
+#include <unordered_map>
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>
 #define SYLVA_HAVE_MXCSR 1
@@ -133,25 +136,75 @@ size_t available_memory_bytes() {
 // ---- Buffer --------------------------------------------------------------
 
 namespace {
+// Blocks of at least kMappedBytes are mapped from the kernel on their own,
+// so a released one goes back to it at once, and untouched pages of a block
+// (an arena's room to grow) are never resident. From the heap, an arena that
+// outgrew its block left the old one resident in a hole the heap kept, and
+// a new block placed over pages written before counted them whole: on the
+// SST Tree-LSTM at batch 64, 10-18 MB of peak RSS (docs/benchmarks.md,
+// "Host memory mapped per block"). Under AddressSanitizer every block comes
+// from the heap, where it checks accesses past a block's end.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMapLargeBlocks = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kMapLargeBlocks = false;
+#else
+constexpr bool kMapLargeBlocks = true;
+#endif
+#else
+constexpr bool kMapLargeBlocks = true;
+#endif
+constexpr size_t kMappedBytes = size_t{1} << 20;
+
 class HostMemory final : public Memory {
  public:
   void* allocate(size_t bytes) override {
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    const size_t n = (bytes + 63) / 64 * 64;
+    if (kMapLargeBlocks && n >= kMappedBytes) {
+      void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) throw std::bad_alloc();
+      try {
+        const std::lock_guard<std::mutex> lock(mutex_);
+        mapped_.emplace(p, n);
+      } catch (...) {
+        munmap(p, n);
+        throw;
+      }
+      return p;
+    }
+    void* p = std::aligned_alloc(64, n);
     if (!p) throw std::bad_alloc();
     return p;
   }
-  void release(void* p) noexcept override { std::free(p); }
+  void release(void* p) noexcept override {
+    if (kMapLargeBlocks && p) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = mapped_.find(p); it != mapped_.end()) {
+        munmap(p, it->second);
+        mapped_.erase(it);
+        return;
+      }
+    }
+    std::free(p);
+  }
   void copy(void* dst, const void* src, size_t bytes) override {
     if (bytes) std::memcpy(dst, src, bytes);
   }
   bool host_visible() const override { return true; }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> mapped_;  // the mapped blocks and their lengths
 };
 }  // namespace
 
 Memory& host_memory() {
-  static HostMemory memory;
-  return memory;
+  static HostMemory* memory = new HostMemory;  // never destroyed: buffers of other statics release into it at exit
+  return *memory;
 }
+
+bool host_memory_maps_large_blocks() { return kMapLargeBlocks; }
 
 Buffer::~Buffer() {
   if (data_) memory_->release(data_);

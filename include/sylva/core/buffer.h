@@ -26,8 +26,13 @@ class Memory {
   virtual void reset_peak() {}
 };
 
-/// Host memory (aligned_alloc / memcpy).
+/// Host memory (memcpy; blocks of 1 MB and more mapped on their own with
+/// mmap, so that a released one goes back to the kernel at once; smaller
+/// ones, and all under AddressSanitizer, from aligned_alloc).
 Memory& host_memory();
+/// Whether host_memory() maps blocks of 1 MB and more on their own (false
+/// under AddressSanitizer, which checks heap blocks only).
+bool host_memory_maps_large_blocks();
 
 /// Owns aligned memory. reserve() only ever grows the block, so a
 /// buffer reused across minibatches stops allocating once it has seen the

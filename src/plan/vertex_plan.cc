@@ -168,6 +168,18 @@ void plan_phases(GraphPlan& p, const PlanOptions& o, bool backward) {
   initial_phases(p, o, backward);
   while (constrain_phases(p)) {
   }
+  // ∂F's pushed gradient read only in the loop is copied in task by task,
+  // as each task needs it (then task-local), not for every row before it.
+  if (backward)
+    for (const Node& n : p.graph->nodes()) {
+      const auto i = static_cast<size_t>(n.id);
+      const auto in_loop = [&](NodeId c) {
+        return p.phase[static_cast<size_t>(c)] == Phase::loop && !p.folded[static_cast<size_t>(c)];
+      };
+      if (n.op == OpKind::PushGradIn && p.phase[i] == Phase::pre && !p.consumers[i].empty() &&
+          std::all_of(p.consumers[i].begin(), p.consumers[i].end(), in_loop))
+        p.phase[i] = Phase::loop;
+    }
   for (const Node& n : p.graph->nodes()) {
     const auto i = static_cast<size_t>(n.id);
     if (p.folded[i]) {  // a folded matmul runs at its ParamGradOut: it takes that phase

@@ -446,7 +446,8 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
 }
 
 bool VertexRunner::skips_when_zero(const Node& n, Home h) {
-  return h != Home::none && (n.op == OpKind::Gather || !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary));
+  return h != Home::none && (n.op == OpKind::Gather || n.op == OpKind::PushGradIn ||
+                             !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary));
 }
 
 void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,

@@ -155,7 +155,8 @@ class VertexRunner {
                 const Observer* obs);
   // Whether run_node, given that n is known zero in a task, skips its kernel
   // (and writes nothing where its rows stay unwritten): every op with a
-  // value of its own but the boundary ops other than a gather.
+  // value of its own but the boundary ops other than a gather and the pushed
+  // gradient.
   static bool skips_when_zero(const ir::Node& n, plan::Home h);
   // Runs node n over the rows of t (a task, or a run of tasks outside the loop).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,

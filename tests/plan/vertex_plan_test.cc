@@ -154,6 +154,33 @@ TEST(VertexPlan, TaskLocalValuesAreReadOnlyInsideTheirOwnTask) {
   EXPECT_TRUE(local(loop->forward, c.xw));
 }
 
+// ∂F's pushed gradient: copied in task by task into a task-sized block
+// where only the loop reads it (the cell's tail needs the children's
+// gradient too), before the loop where work before the loop reads it (a
+// function without children: its whole gradient runs there, once).
+TEST(VertexPlan, ThePushedGradientIsCopiedInTaskByTaskWhereOnlyTheLoopReadsIt) {
+  const auto push_grad = [](const plan::GraphPlan& b) {
+    for (const ir::Node& n : b.graph->nodes())
+      if (n.op == OpKind::PushGradIn) return static_cast<size_t>(n.id);
+    ADD_FAILURE() << "∂F has no push_grad_in";
+    return size_t{0};
+  };
+  Cell c;
+  auto p = plan::build_vertex_plan(c.f.shared_graph(), {});
+  const size_t i = push_grad(p->backward);
+  EXPECT_EQ(p->backward.phase[i], Phase::loop);
+  EXPECT_TRUE(p->backward.task_local[i]);
+
+  ParameterSet ps{DType::f64, 3};
+  ps.add("W", {3, 4}, Init::uniform(-0.5, 0.5));
+  VertexFunction leaf("leaf", 4, DType::f64);
+  leaf.push(tanh(matmul(leaf.pull(3), leaf.param(ps["W"]))));
+  auto q = plan::build_vertex_plan(leaf.shared_graph(), {});
+  const size_t k = push_grad(q->backward);
+  EXPECT_EQ(q->backward.phase[k], Phase::pre);
+  EXPECT_FALSE(q->backward.task_local[k]);
+}
+
 // F scatters [h; c] and pushes h: h is the message's first columns. Kept
 // on its own only where ∂F reads it or the option is off.
 TEST(VertexPlan, APushedBlockOfTheMessageIsReadFromTheMessage) {

@@ -3,8 +3,9 @@
 // group, lends its arena to ∂F's gate gradients (kept for every row for
 // the lazy weight gradients).
 // The same losses, gradients and parameters, bit for bit, over Adam steps
-// whose batches grow and shrink, for both cells; and less memory held, by
-// at least the gate gradients' rows.
+// whose batches grow and shrink, for both cells, and after two backward()
+// calls of one forward(); and less memory held, by at least the gate
+// gradients' rows.
 #include <gtest/gtest.h>
 
 #include "support/test_util.h"
@@ -65,6 +66,32 @@ TEST(LentArenas, SameBitsForBothCellsOverBatchesThatGrowAndShrink) {
       EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << "gradient of parameter " << k;
       EXPECT_EQ(test::relative_error(on.values[k], off.values[k]), 0.0) << "value of parameter " << k;
     }
+  }
+}
+
+// ∂F never reads a lender, so a second backward() after one forward()
+// (two losses, say) computes what it computed without lending.
+TEST(LentArenas, ASecondBackwardAfterOneForwardIsUnchanged) {
+  const Treebank tb = synthetic_treebank(31, 9, 0, 0);
+  for (TreeLstmCell cell : {TreeLstmCell::tai, TreeLstmCell::dynet}) {
+    SCOPED_TRACE(tree_lstm_cell_name(cell));
+    std::vector<std::vector<Tensor>> grads;
+    for (bool lend : {true, false}) {
+      const TreeLstmConfig cfg{.vocab = tb.vocab.size(), .dim = 6, .hidden = kHidden, .dropout = 0.0,
+                               .init_scale = 0.5, .cell = cell};
+      ParameterSet ps{DType::f32, 3};
+      add_tree_lstm_params(ps, cfg);
+      TreeLstmModel m(ps, cfg);
+      Executor ex(m.program, ps, {.lend_forward_arenas = lend});
+      ex.forward(GraphBatch::of(tb.train), Mode::train);
+      ps.zero_grad();
+      ex.backward(m.loss);
+      ex.backward(m.loss, 0.5);
+      grads.emplace_back();
+      for (Parameter* p : ps.all()) grads.back().push_back(p->grad.clone());
+    }
+    for (size_t k = 0; k < grads[0].size(); ++k)
+      EXPECT_EQ(test::relative_error(grads[0][k], grads[1][k]), 0.0) << "parameter " << k;
   }
 }
 

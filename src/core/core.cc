@@ -1,6 +1,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -193,6 +194,22 @@ class HostMemory final : public Memory {
   }
   bool host_visible() const override { return true; }
 
+  // See host_memory_zero_pages().
+  bool zero_pages(void* p, size_t bytes) {
+    if (!kMapLargeBlocks || bytes < kMappedBytes) return false;
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      const auto it = mapped_.find(p);
+      if (it == mapped_.end() || it->second < bytes) return false;
+    }
+    static const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t whole = bytes / page * page;  // from p, which mmap aligned
+    auto* b = static_cast<char*>(p);
+    if (madvise(b, whole, MADV_DONTNEED) != 0) return false;
+    std::memset(b + whole, 0, bytes - whole);
+    return true;
+  }
+
  private:
   std::mutex mutex_;
   std::unordered_map<void*, size_t> mapped_;  // the mapped blocks and their lengths
@@ -205,6 +222,10 @@ Memory& host_memory() {
 }
 
 bool host_memory_maps_large_blocks() { return kMapLargeBlocks; }
+
+bool host_memory_zero_pages(void* block, size_t bytes) {
+  return static_cast<HostMemory&>(host_memory()).zero_pages(block, bytes);
+}
 
 Buffer::~Buffer() {
   if (data_) memory_->release(data_);
@@ -292,7 +313,9 @@ Tensor Tensor::wrap(void* data, Shape shape, DType dtype, std::shared_ptr<void> 
 Tensor::Tensor(Shape shape, DType dtype)
     : shape_(std::move(shape)), dtype_(dtype), storage_(std::make_shared<Buffer>()) {
   storage_->reserve(std::max<size_t>(nbytes(), 1));
-  fill_zero();
+  // A block mapped on its own reads as zero; clearing it by writing would
+  // make every page resident (an embedding table's gradient: 44 MB).
+  if (!host_memory_zero_pages(storage_->data(), nbytes())) fill_zero();
 }
 
 void Tensor::check_type(DType t) const {

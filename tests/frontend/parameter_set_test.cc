@@ -1,6 +1,8 @@
 #include "sylva/frontend/parameter_set.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sylva/core/buffer.h"
 #include "sylva/core/error.h"
 
 #include "support/test_util.h"
@@ -125,6 +128,40 @@ TEST(ParameterSet, GradsZeroedSameShape) {
   ps.zero_grad();
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(w.grad.at(i), 0.0);
   EXPECT_EQ(w.value.at(0), 1.0);  // values untouched
+}
+
+// A row-sparse gradient of 32 MB or more gives its pages back when zeroed
+// (host_memory_zero_pages); a smaller one, or a dense one, has its rows
+// cleared. Either way every element reads zero after.
+TEST(ParameterSet, ALargeRowSparseGradientGivesItsPagesBackWhenZeroed) {
+  ParameterSet ps(DType::f32, 0);
+  Parameter& big = ps.add("E", {8192, 1024}, Init::zeros());  // 32 MB
+  Parameter& small = ps.add("S", {64, 1024}, Init::zeros());
+  const std::vector<int32_t> rows = {0, 4097, 8191};
+  for (Parameter* p : {&big, &small})
+    for (const int32_t r : rows)
+      if (r < p->grad.shape().rows())
+        for (int64_t c = 0; c < 1024; ++c) p->grad.data<float>()[r * 1024 + c] = 1.5f;
+  const RowSparsity sparse = {{"E", rows}, {"S", {0}}};
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const auto resident = [page](const Tensor& t) {
+    const size_t bytes = static_cast<size_t>(t.numel()) * sizeof(float);
+    std::vector<unsigned char> in((bytes + page - 1) / page);
+    EXPECT_EQ(mincore(const_cast<void*>(t.raw()), bytes, in.data()), 0);
+    size_t n = 0;
+    for (const unsigned char c : in) n += c & 1u;
+    return n;
+  };
+  const bool mapped = host_memory_maps_large_blocks();
+  if (mapped) {
+    ASSERT_GE(resident(big.grad), rows.size());
+  }
+  ps.zero_grad(&sparse);
+  if (mapped) {
+    EXPECT_EQ(resident(big.grad), 0u);  // before reading (a read maps a page)
+  }
+  for (const Parameter* p : {&big, &small})
+    for (int64_t i = 0; i < p->grad.numel(); ++i) ASSERT_EQ(p->grad.data<float>()[i], 0.0f) << p->name << " " << i;
 }
 
 TEST(ParameterSet, AllInInsertionOrderAndStableReferences) {

@@ -33,6 +33,15 @@ Memory& host_memory();
 /// Whether host_memory() maps blocks of 1 MB and more on their own (false
 /// under AddressSanitizer, which checks heap blocks only).
 bool host_memory_maps_large_blocks();
+/// Zeroes the first `bytes` (1 MB or more) of `block` by giving its whole
+/// pages back to the kernel, where `block` is a block host_memory() mapped
+/// on its own (as Buffer::data() gives it): they read as zero, and are
+/// resident again only once written. Returns false, doing nothing,
+/// otherwise. One system call, whose cost grows with the pages that were
+/// resident, and a page fault for each page written later: for a large
+/// array written in a few rows between clears, such as an embedding
+/// table's gradient, whose pages would otherwise all stay resident.
+bool host_memory_zero_pages(void* block, size_t bytes);
 
 /// Owns aligned memory. reserve() only ever grows the block, so a
 /// buffer reused across minibatches stops allocating once it has seen the

@@ -91,7 +91,10 @@ class ParameterSet {
   std::vector<Parameter*> all();
   std::vector<const Parameter*> all() const;
   /// Zeroes every gradient; with `sparse`, only the listed rows of the
-  /// parameters it names (the caller guarantees the other rows are zero).
+  /// parameters it names (the caller guarantees the other rows are zero),
+  /// except that such a gradient of 32 MB or more gives all its pages back
+  /// to the kernel instead (host_memory_zero_pages), so that an embedding
+  /// table's gradient holds only the pages its latest rows were written to.
   void zero_grad(const RowSparsity* sparse = nullptr);
   /// Total number of scalars.
   int64_t numel() const;

@@ -11,16 +11,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<InputGraph> to_graphs(std::vector<BracketedTree> trees, Vocabulary& vocab, bool grow) {
+// The graphs of a treebank file with their word ids, read one tree at a time.
+std::vector<InputGraph> read_graphs(const fs::path& file, Vocabulary& vocab, bool grow) {
   std::vector<InputGraph> out;
-  out.reserve(trees.size());
-  for (BracketedTree& t : trees) {
+  for_each_bracketed_tree(file.string(), [&](BracketedTree&& t) {
     std::vector<int32_t> words(t.tokens.size(), -1);
     for (size_t v = 0; v < t.tokens.size(); ++v)
       if (!t.tokens[v].empty()) words[v] = grow ? vocab.add(t.tokens[v]) : vocab.id(t.tokens[v]);
     t.graph.set_ids("words", std::move(words));
     out.push_back(std::move(t.graph));
-  }
+  });
   return out;
 }
 
@@ -30,9 +30,9 @@ Treebank load_sst(const std::string& dir) {
   Treebank tb;
   tb.source = dir;
   tb.vocab.set_unknown("<unk>");
-  tb.train = to_graphs(read_bracketed_trees((fs::path(dir) / "train.txt").string()), tb.vocab, true);
-  tb.dev = to_graphs(read_bracketed_trees((fs::path(dir) / "dev.txt").string()), tb.vocab, false);
-  tb.test = to_graphs(read_bracketed_trees((fs::path(dir) / "test.txt").string()), tb.vocab, false);
+  tb.train = read_graphs(fs::path(dir) / "train.txt", tb.vocab, true);
+  tb.dev = read_graphs(fs::path(dir) / "dev.txt", tb.vocab, false);
+  tb.test = read_graphs(fs::path(dir) / "test.txt", tb.vocab, false);
   return tb;
 }
 

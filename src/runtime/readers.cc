@@ -196,10 +196,13 @@ BracketedTree parse_bracketed_tree(std::string_view text, const std::string& sou
 
 std::vector<BracketedTree> read_bracketed_trees(const std::string& path, int num_labels) {
   std::vector<BracketedTree> out;
-  for_each_line(path, [&](std::string_view line, int number) {
-    out.push_back(parse_bracketed_tree(line, path, number, num_labels));
-  });
+  for_each_bracketed_tree(path, [&](BracketedTree&& t) { out.push_back(std::move(t)); }, num_labels);
   return out;
+}
+
+void for_each_bracketed_tree(const std::string& path, const std::function<void(BracketedTree&&)>& fn,
+                             int num_labels) {
+  for_each_line(path, [&](std::string_view line, int number) { fn(parse_bracketed_tree(line, path, number, num_labels)); });
 }
 
 std::vector<TokenChain> read_token_sequences(const std::string& path) {

@@ -124,6 +124,32 @@ TEST_F(Readers, NonBreakingSpaceStaysInToken) {
   EXPECT_EQ(parse_bracketed_tree("(2 caf\xC3\xA9)", "x", 1).tokens[0], "caf\xC3\xA9");
 }
 
+// for_each_bracketed_tree hands over the trees read_bracketed_trees
+// returns, one at a time and in order, and stops with the same error at a
+// bad line after the good ones before it.
+TEST_F(Readers, OneTreeAtATimeGivesTheSameTreesAndErrors) {
+  std::string text;
+  for (const char* line : kSstDev) text += std::string(line) + "\n";
+  const std::string path = write("one_at_a_time.txt", text);
+  const std::vector<BracketedTree> all = read_bracketed_trees(path);
+  size_t seen = 0;
+  for_each_bracketed_tree(path, [&](BracketedTree&& t) {
+    ASSERT_LT(seen, all.size());
+    EXPECT_EQ(t.tokens, all[seen].tokens);
+    EXPECT_EQ(t.graph.ids("labels"), all[seen].graph.ids("labels"));
+    EXPECT_EQ(t.graph.source(), all[seen].graph.source());
+    ++seen;
+  });
+  EXPECT_EQ(seen, all.size());
+
+  const std::string bad = write("bad_third.txt", text.substr(0, text.find('\n', text.find('\n') + 1) + 1) + "(2 a\n");
+  seen = 0;
+  const std::string msg = error_of([&] { for_each_bracketed_tree(bad, [&](BracketedTree&&) { ++seen; }); });
+  EXPECT_EQ(seen, 2u);
+  EXPECT_EQ(msg, error_of([&] { read_bracketed_trees(bad); }));
+  EXPECT_CONTAINS(msg, "bad_third.txt:3");
+}
+
 TEST_F(Readers, LabelRangeFollowsNumLabels) {
   EXPECT_EQ(parse_bracketed_tree("(7 a)", "x", 1, 10).graph.ids("labels")[0], 7);
   EXPECT_CONTAINS(error_of([] { parse_bracketed_tree("(7 a)", "x", 1, 5); }), "label 7 out of range [0, 5)");

@@ -2,6 +2,7 @@
 // sylva::Error naming the file and line (and column for brackets).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,12 @@ struct BracketedTree {
 BracketedTree parse_bracketed_tree(std::string_view text, const std::string& source, int line, int num_labels = 5);
 /// One tree per line; empty lines are errors. Missing file: sylva::Error.
 std::vector<BracketedTree> read_bracketed_trees(const std::string& path, int num_labels = 5);
+/// read_bracketed_trees one tree at a time: fn(tree) for each line in
+/// order, the tree's tokens freed after (a loader that keeps only the
+/// graphs and word ids never holds the whole file's tokens, which it would
+/// leave in the heap as freed memory: 10-15 MB for SST's train set).
+void for_each_bracketed_tree(const std::string& path, const std::function<void(BracketedTree&&)>& fn,
+                             int num_labels = 5);
 
 /// A whitespace-separated token sequence as a chain (vertex i's child is
 /// vertex i-1).

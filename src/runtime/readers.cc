@@ -202,7 +202,8 @@ std::vector<BracketedTree> read_bracketed_trees(const std::string& path, int num
 
 void for_each_bracketed_tree(const std::string& path, const std::function<void(BracketedTree&&)>& fn,
                              int num_labels) {
-  for_each_line(path, [&](std::string_view line, int number) { fn(parse_bracketed_tree(line, path, number, num_labels)); });
+  for_each_line(path,
+                [&](std::string_view line, int number) { fn(parse_bracketed_tree(line, path, number, num_labels)); });
 }
 
 std::vector<TokenChain> read_token_sequences(const std::string& path) {

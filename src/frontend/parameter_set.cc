@@ -139,7 +139,7 @@ namespace {
 // one step writes a few hundred pages. Each page written again costs a page
 // fault, about 1.5 us on the machine of docs/benchmarks.md ("An embedding
 // gradient's pages given back"): 1-2% of an SST Tree-LSTM step at
-// h = 512 (a 44 MB table, 27-34 MB less peak RSS), 5-13% at h = 128 (11 MB),
+// h = 512 (a 37 MB table; 19-27 MB less peak RSS), 5-13% at h = 128 (9 MB),
 // hence a table of this size and more only.
 constexpr size_t kReleasedGradBytes = size_t{32} << 20;
 }  // namespace

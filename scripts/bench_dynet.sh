@@ -26,12 +26,15 @@
 # TWO_CORES (0), QUICK=1 (h 128, batches 1 and 16, short repeats),
 # MEMORY=1: instead of the throughput matrix (and from a tree built
 # without libtorch, build/bench-memory or SYLVA_MEMORY_BUILD), peak resident memory at each
-# hidden size and MEMORY_BATCH (64), each system alone in its own process:
+# hidden size and MEMORY_BATCH (64), each system alone in its own process
+# and running every minibatch of an epoch once (so both meet the largest):
 # Sylva, and DyNet autobatch at the smallest pool (--dynet-mem, searched to
-# 16 MB) that completes the run (a smaller one aborts under autobatching);
-# and, like for like, the MB each held for activations and their gradients
-# (Sylva: Executor::held_bytes; DyNet: its forward, backward and scratch
-# pools in use after a step, the largest step's).
+# 4 MB) that completes the run (a smaller one aborts under autobatching),
+# with what DyNet's four pools reserved in all (the flag split in four, the
+# parameter pool grown to hold Adam's moments and the gradients); and, like
+# for like, the MB each held for activations and their gradients (Sylva:
+# Executor::held_bytes; DyNet: its forward, backward and scratch pools in
+# use after a step, the largest step's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,26 +83,33 @@ common=(--lr "${LR:-0.001}" --repeats "$repeats" --min-time "$min_time" --dynet-
   echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
 } | tee "$out/machine.txt"
 
-# "values-MB peak-RSS-MB" of one bench_suite run of strategy $1 with extra
-# args (values: what the strategy held for activations and their gradients,
-# bench_suite's "vals MB"); empty if it failed.
+# "values-MB peak-RSS-MB pools-MB" of one bench_suite run of strategy $1
+# over a whole epoch, with extra args (values: what the strategy held for
+# activations and their gradients; pools: what DyNet's pools reserved, -1
+# for Sylva); empty if it failed.
 memory_of() {
-  local s=$1 opts=${OPTIMIZERS:-adam}
+  local s=$1 opts=${OPTIMIZERS:-adam} csv
   shift
-  taskset -c 0 "$suite" --workload tree-lstm --strategies "$s" --batch "${MEMORY_BATCH:-64}" --threads 1 \
-    --optimizer "${opts%% *}" --repeats 1 --min-time 2 --lr "${LR:-0.001}" "$@" 2> /dev/null |
-    awk '$3 == "train" {print $(NF-1), $NF}'
+  csv=$(mktemp)
+  # (The group's redirection also silences the shell's "Aborted" when DyNet's pool is too small.)
+  if { taskset -c 0 "$suite" --workload tree-lstm --strategies "$s" --batch "${MEMORY_BATCH:-64}" --threads 1 \
+    --optimizer "${opts%% *}" --repeats 1 --min-time 0 --whole-epoch --lr "${LR:-0.001}" --csv "$csv" "$@" \
+    > /dev/null; } 2> /dev/null; then
+    awk -F, 'NR == 1 {for (i = 1; i <= NF; ++i) col[$i] = i; next}
+      {printf "%.0f %.0f %.0f\n", $col["values_mb"], $col["peak_rss_mb"], $col["pools_mb"]}' "$csv"
+  fi
+  rm -f "$csv"
 }
 peak_rss() { memory_of "$@" | awk '{print $2}'; }
 if [[ ${MEMORY:-0} != 0 ]]; then
   for cell in $cells; do
     for h in $hiddens; do
-      read -r sylva_values sylva < <(memory_of sylva --cell "$cell" --hidden "$h" --embed "$h")
+      read -r sylva_values sylva _ < <(memory_of sylva --cell "$cell" --hidden "$h" --embed "$h")
       lo=16 hi=16
       while [[ -z $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi") ]]; do
         lo=$hi hi=$((hi * 2))
       done
-      while ((hi - lo > 16)); do
+      while ((hi - lo > 4)); do
         mid=$(((lo + hi) / 2))
         if [[ -n $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$mid") ]]; then
           hi=$mid
@@ -107,9 +117,10 @@ if [[ ${MEMORY:-0} != 0 ]]; then
           lo=$mid
         fi
       done
-      read -r dynet_values dynet < <(memory_of dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi")
+      read -r dynet_values dynet dynet_pools < <(memory_of dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" \
+        --dynet-mem "$hi")
       echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB, values $sylva_values MB;" \
-        "dynet-autobatch smallest pool $hi MB (> $lo fails), peak RSS $dynet MB," \
+        "dynet-autobatch smallest pool $hi MB (> $lo fails), its pools reserved $dynet_pools MB in all, peak RSS $dynet MB," \
         "values (forward, backward and scratch pools) $dynet_values MB" | tee -a "$out/memory.txt"
     done
   done

@@ -93,6 +93,9 @@ class Strategy {
   /// activations and their gradients, not parameters, their gradients or
   /// optimiser state; -1 where it cannot tell.
   virtual double values_mb() const { return -1; }
+  /// MB a system with memory pools sized up front reserved in all of them
+  /// (what it grew to included); -1 for a system without such pools.
+  virtual double pools_mb() const { return -1; }
 };
 
 /// Samples of a workload: SST trees (tree-lstm), PTB sentence chains

@@ -54,6 +54,7 @@ struct Options {
   std::string mode = "train";
   int repeats = 3;
   double min_time = 1.0;
+  bool whole_epoch = false;  // each repeat also runs every minibatch of the data once
   int warmup = 1;
   int threads = 1;
   std::string device = "cpu";
@@ -123,12 +124,13 @@ struct Row {
   double peak_rss_mb = 0, epoch_s = -1, epoch_compute_s = -1, loss = 0;
   double peak_device_mb = -1;  // the device memory's peak (cached blocks included); -1 on the CPU
   double values_mb = -1;       // Strategy::values_mb(): activations and their gradients; -1 unknown
+  double pools_mb = -1;        // Strategy::pools_mb(): what a pooled system reserved in all; -1 none
 };
 
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb,values_mb";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb,values_mb,pools_mb";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -139,7 +141,7 @@ std::string csv_line(const Row& r) {
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
     << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
     << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer << ',' << r.peak_device_mb << ','
-    << r.values_mb;
+    << r.values_mb << ',' << r.pools_mb;
   return o.str();
 }
 
@@ -153,7 +155,8 @@ nlohmann::json to_json(const Row& r) {
           {"kernels", r.kernels}, {"peak_rss_mb", r.peak_rss_mb}, {"epoch_s", r.epoch_s},
           {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device},
           {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer},
-          {"peak_device_mb", r.peak_device_mb}, {"values_mb", r.values_mb}};
+          {"peak_device_mb", r.peak_device_mb}, {"values_mb", r.values_mb},
+          {"pools_mb", r.pools_mb}};
 }
 
 StrategyOptions strategy_options(const Options& o) {
@@ -259,11 +262,12 @@ std::span<const InputGraph> next_batch(const std::vector<InputGraph>& samples, i
 
 // One timed repeat of a strategy: minibatches, each a whole step (with
 // `update`, the optimiser too) by wall clock, for at least min_time seconds
-// (and one minibatch).
+// (and one minibatch; with whole_epoch, every minibatch of the data once).
 void run_repeat(Contender& c, const std::vector<InputGraph>& samples, int64_t batch, bool train, bool update,
                 bool per_sample_units, const Options& o) {
   double spent = 0;
-  int64_t n_samples = 0, n_units = 0;
+  int64_t n_samples = 0, n_units = 0, n_batches = 0;
+  const int64_t min_batches = o.whole_epoch ? static_cast<int64_t>(samples.size()) / batch : 1;
   do {
     std::span<const InputGraph> b = next_batch(samples, batch, c.cursor);
     const auto t0 = std::chrono::steady_clock::now();
@@ -283,7 +287,8 @@ void run_repeat(Contender& c, const std::vector<InputGraph>& samples, int64_t ba
     c.steps.push_back(step_s);
     c.losses.push_back(st.loss);
     c.kernels = st.kernels;
-  } while (spent < o.min_time);
+    ++n_batches;
+  } while (spent < o.min_time || n_batches < min_batches);
   c.sample_rates.push_back(static_cast<double>(n_samples) / spent);
   c.unit_rates.push_back(static_cast<double>(n_units) / spent);
 }
@@ -326,6 +331,7 @@ std::vector<Row> measure(std::vector<Contender>& cs, const std::vector<InputGrap
     r.repeats = o.repeats;
     r.strategy = c.name;
     r.values_mb = c.s->values_mb();
+    r.pools_mb = c.s->pools_mb();
     rows.push_back(r);
   }
   return rows;
@@ -482,6 +488,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--min-time", o.min_time, "seconds of minibatches per repeat (at least one minibatch)")
       ->capture_default_str();
+  app.add_flag("--whole-epoch", o.whole_epoch,
+               "each repeat also runs every minibatch of the data once (memory runs: every strategy meets the "
+               "largest minibatch)");
   app.add_option("--warmup", o.warmup, "untimed minibatches before the repeats")->capture_default_str();
   app.add_option("--threads", o.threads, "threads for kernels (GEMMs)")->capture_default_str();
   app.add_option("--device", o.device, "cpu | cuda | cuda:N: where the sylva, dynamic-decl and padded strategies run")

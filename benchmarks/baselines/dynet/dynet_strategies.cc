@@ -131,6 +131,14 @@ class DynetStrategyImpl final : public DynetStrategy {
 
   double values_mb() const override { return static_cast<double>(values_bytes_) / (1 << 20); }
 
+  // The forward, backward, parameter and scratch pools: --dynet-mem split in
+  // four, and what the parameter pool grew to (Adam's moments, the gradients).
+  double pools_mb() const override {
+    size_t cap = 0;
+    for (dy::AlignedMemoryPool* pool : dy::default_device->pools) cap += pool->get_cap();
+    return static_cast<double>(cap) / (1 << 20);
+  }
+
   void update() override {
     SYLVA_CHECK(trainer_, "[dynet] strategy ", name_, " was made without an optimizer");
     trainer_->update();

@@ -105,6 +105,13 @@ std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
   return b;
 }
 
+std::vector<size_t> VertexRunner::stream_chunks(bool reverse, const std::vector<NodeId>& phase) const {
+  if (!options_.streaming || phase.empty() || schedule_->tasks.size() < 2) return {};
+  std::vector<size_t> b = chunk_bounds(reverse);
+  if (b.size() < 3) b.clear();  // one chunk
+  return b;
+}
+
 SideQueue& VertexRunner::side() {
   if (!side_) side_ = make_side_queue(backend_);
   side_lane_.buffer_events = side_->other_thread();
@@ -125,12 +132,11 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   const bool skip = options_.skip_zero_work;
   // Streaming: the work before the loop runs on the side queue, chunk by
   // chunk, and each task waits only for its own chunk.
-  const bool stream = options_.streaming && !fwd_.plan->pre.empty() && T > 1;
-  std::vector<size_t> bounds;
+  const std::vector<size_t> bounds = stream_chunks(false, fwd_.plan->pre);
+  const bool stream = !bounds.empty();
   std::vector<uint64_t> events;
   if (stream) {
     SideQueue& q = side();
-    bounds = chunk_bounds(false);
     for (size_t c = 0; c + 1 < bounds.size(); ++c)
       events.push_back(q.enqueue([this, ctx, obs, a = bounds[c], b = bounds[c + 1]] {
         run_phase(fwd_, Phase::pre, ctx, obs, a, b, side_lane_);
@@ -191,12 +197,9 @@ void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_
   // Streaming: once the loop has finished a chunk of tasks (their rows are
   // final: parents run first), the work after the loop for those tasks
   // runs on the side queue while the loop goes on.
-  const bool stream = options_.streaming && !bwd_.plan->post.empty() && T > 1;
-  std::vector<size_t> bounds;
-  if (stream) {
-    side();
-    bounds = chunk_bounds(true);
-  }
+  const std::vector<size_t> bounds = stream_chunks(true, bwd_.plan->post);
+  const bool stream = !bounds.empty();
+  if (stream) side();
   try {
     size_t chunk = 1;
     for (size_t ti = T; ti-- > 0;) {

@@ -200,6 +200,10 @@ class VertexRunner {
   void run_pull(Values& v, const ExecContext& ctx, const Observer* obs, size_t first, size_t end, Lane& lane);
   // Streaming: tasks [bounds[k], bounds[k+1]) form chunk k of a phase queued on the side.
   std::vector<size_t> chunk_bounds(bool reverse) const;
+  // The chunks to stream `phase` in (chunk_bounds), or none where streaming
+  // is off, the phase is empty or the minibatch makes a single chunk: then
+  // the loop would wait for all of the phase's work and overlap none of it.
+  std::vector<size_t> stream_chunks(bool reverse, const std::vector<ir::NodeId>& phase) const;
   SideQueue& side();
   void report_side_events(const Observer* obs);
   // zero_f (and for ∂F zero_b, unneeded) of task ti; `assume_nonzero`:

@@ -432,6 +432,35 @@ TEST(Streaming, RunsOutsideWorkInChunksWithTheSameResults) {
     EXPECT_LE(test::relative_error(results[0].grads[k], results[1].grads[k]), 1e-10) << k;
 }
 
+// A minibatch too small for two chunks is not streamed: its loop would
+// wait for the whole of the work before it either way, so that work runs
+// on the calling thread before the loop (its events come first; streamed,
+// they would be reported after the loop's).
+TEST(Streaming, AMinibatchOfOneChunkRunsItsWorkBeforeTheLoopOnTheCallingThread) {
+  if (usable_cpu_cores() < 2) GTEST_SKIP() << "streaming needs a second core; this process may use one";
+  std::mt19937_64 rng(22);
+  Model m(1, 0.25);
+  const std::vector<int32_t> lengths{12, 9, 7};
+  std::vector<InputGraph> graphs = chains(lengths, "c");
+  for (InputGraph& g : graphs) test::attach_random_ids(rng, g, kVocab, kClasses);
+  GraphBatch b = GraphBatch::of(graphs);
+  ASSERT_LT(b.num_vertices(), 256);  // one chunk
+  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = true}));
+  int events = 0, xw_at = -1, first_loop_at = -1;
+  ex.set_observer([&](const OpEvent& e) {
+    if (e.node.op == ir::OpKind::MatMul && e.graph.kind() == ir::GraphKind::vertex_function &&
+        e.graph.node(e.node.inputs[1]).attrs.name == "W" && xw_at < 0)
+      xw_at = events;
+    if (e.phase == EventPhase::task_loop && first_loop_at < 0) first_loop_at = events;
+    ++events;
+  });
+  ex.forward(b, Mode::train);
+  ASSERT_GE(xw_at, 0) << "x·W ran";
+  ASSERT_GE(first_loop_at, 0) << "the task loop ran";
+  EXPECT_LT(xw_at, first_loop_at) << "x·W ran before the loop, not streamed";
+  EXPECT_EQ(ex.schedule().tasks.size(), 12u);
+}
+
 TEST(Invariance, BfsTasksFollowLevels) {
   // Two chains of length 3 and 1: BFS gives tasks of sizes 2, 1, 1.
   std::vector<InputGraph> g{InputGraph::chain(3, "a"), InputGraph::chain(1, "b")};

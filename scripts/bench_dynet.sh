@@ -100,25 +100,27 @@ memory_of() {
   fi
   rm -f "$csv"
 }
-peak_rss() { memory_of "$@" | awk '{print $2}'; }
+# Whether DyNet-autobatch completes the epoch with a pool of $1 MB (cell
+# $cell, h $h); if so, done_at is memory_of's line for it.
+probe() {
+  local r
+  r=$(memory_of dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$1")
+  echo "bench_dynet: memory, $cell cell, h $h: --dynet-mem $1 $([[ -n $r ]] && echo completes || echo aborts)" >&2
+  [[ -n $r ]] && done_at=$r
+}
 if [[ ${MEMORY:-0} != 0 ]]; then
   for cell in $cells; do
     for h in $hiddens; do
+      echo "bench_dynet: memory, $cell cell, h $h: sylva over an epoch" >&2
       read -r sylva_values sylva _ < <(memory_of sylva --cell "$cell" --hidden "$h" --embed "$h")
+      # DyNet's pool: doubled until a run completes, then bisected to 4 MB.
       lo=16 hi=16
-      while [[ -z $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$hi") ]]; do
-        lo=$hi hi=$((hi * 2))
-      done
+      until probe "$hi"; do lo=$hi hi=$((hi * 2)); done
       while ((hi - lo > 4)); do
         mid=$(((lo + hi) / 2))
-        if [[ -n $(peak_rss dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" --dynet-mem "$mid") ]]; then
-          hi=$mid
-        else
-          lo=$mid
-        fi
+        if probe "$mid"; then hi=$mid; else lo=$mid; fi
       done
-      read -r dynet_values dynet dynet_pools < <(memory_of dynet-autobatch --cell "$cell" --hidden "$h" --embed "$h" \
-        --dynet-mem "$hi")
+      read -r dynet_values dynet dynet_pools <<< "$done_at"
       echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB, values $sylva_values MB;" \
         "dynet-autobatch smallest pool $hi MB (> $lo fails), its pools reserved $dynet_pools MB in all, peak RSS $dynet MB," \
         "values (forward, backward and scratch pools) $dynet_values MB" | tee -a "$out/memory.txt"

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Interleaved A/B of two bench_suite runs, training with Adam on one core:
+# Interleaved A/B of two bench_suite runs, training (by default with Adam on one core):
 #   A="build/release/benchmarks/bench_suite" B="build/release/benchmarks/bench_suite --no-fusion" \
 #     bash scripts/ab_bench.sh > out.txt && python3 scripts/ab_table.py out.txt
 # A and B are a bench_suite binary and its flags; NAME_A and NAME_B label
 # them (default "a" and "b"). CONFIGS: "workload h batches" entries split by
 # ';' (default Tree-FC h 256, Tree-LSTM h 150 and Var-LSTM h 200, each at
 # batches 16 and 64). ROUNDS rounds (default 4), which of A and B runs
-# first alternating, each process pinned to core ${CORE:-0} with --threads 1,
-# 3 repeats of at least 1 s. One line per run: round, label, workload, h,
+# first alternating, each process pinned to core ${CORE:-0} (a list such as
+# 0,1 for two cores) with --threads ${THREADS:-1} and --optimizer
+# ${OPTIMIZER:-adam}, 3 repeats of at least 1 s. One line per run: round, label, workload, h,
 # batch, units/s, values MB, peak RSS MB.
 set -euo pipefail
 A=${A:?A: a bench_suite binary and its flags}
@@ -25,7 +26,7 @@ for round in $(seq 1 "${ROUNDS:-4}"); do
       extra=(); [[ $workload == var-lstm ]] && extra=(--max-samples 4096)
       # shellcheck disable=SC2086  # $cmd is a binary and its flags
       taskset -c "${CORE:-0}" $cmd --workload "$workload" --strategies sylva --batch "$batches" --hidden "$hidden" \
-        --threads 1 --optimizer adam --repeats 3 --min-time 1 "${extra[@]}" 2>/dev/null |
+        --threads "${THREADS:-1}" --optimizer "${OPTIMIZER:-adam}" --repeats 3 --min-time 1 "${extra[@]}" 2>/dev/null |
         awk -v r="$round" -v b="$label" '$3 == "train" {print "round", r, b, $1, "h", $5, "batch", $4, "units/s", $7, "vals", $(NF-1), "rss", $NF}'
     done
   done

@@ -10,7 +10,11 @@
 #     leaves it unset): libgomp's idle GEMM thread otherwise goes to sleep
 #     between the small GEMMs of a step and waking it costs more than the
 #     GEMM (docs/benchmarks.md, "Two cores and the OpenMP wait policy");
-#     DyNet's CPU build uses one core whatever it is given.
+#     DyNet's CPU build uses one core whatever it is given. bench_suite
+#     records the cross-core round trip before and after each two-core
+#     configuration (on a VM it can switch between states that halve a
+#     two-thread run at batch 1: docs/benchmarks.md, "The second core:
+#     where the VM puts it"); table.md prints it after each two-core rate.
 # Training steps are timed whole (forward, backward and each system's own
 # optimiser update) by a wall clock. Tree-FC also runs bench_suite's
 # gemm-floor (Sylva's GEMMs alone plus its optimiser step, a bound).

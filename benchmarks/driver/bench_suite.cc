@@ -30,6 +30,7 @@
 #include <random>
 #include <sstream>
 
+#include "core_latency.h"
 #include "strategy.h"
 #if SYLVA_HAVE_TORCH
 #include "torch_strategies.h"
@@ -125,12 +126,16 @@ struct Row {
   double peak_device_mb = -1;  // the device memory's peak (cached blocks included); -1 on the CPU
   double values_mb = -1;       // Strategy::values_mb(): activations and their gradients; -1 unknown
   double pools_mb = -1;        // Strategy::pools_mb(): what a pooled system reserved in all; -1 none
+  // The cross-core round trip just before and just after the configuration
+  // ran (core_latency.h), with --threads 2 or more; -1 not measured.
+  double core_rtt_before_ns = -1, core_rtt_after_ns = -1;
 };
 
 const char* kCsvHeader =
     "workload,strategy,mode,batch,hidden,leaves,threads,repeats,samples_per_s,samples_per_s_min,samples_per_s_max,"
     "units_per_s,units_per_s_min,units_per_s_max,unit,build_s,compute_s,movement_s,build_share,movement_share,"
-    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb,values_mb,pools_mb";
+    "kernels,peak_rss_mb,epoch_s,epoch_compute_s,loss,sweep,device,update_s,step_s,optimizer,peak_device_mb,values_mb,pools_mb,"
+    "core_rtt_before_ns,core_rtt_after_ns";
 
 std::string csv_line(const Row& r) {
   std::ostringstream o;
@@ -141,7 +146,7 @@ std::string csv_line(const Row& r) {
     << r.compute_s << ',' << r.movement_s << ',' << r.build_share << ',' << r.movement_share << ',' << r.kernels << ','
     << r.peak_rss_mb << ',' << r.epoch_s << ',' << r.epoch_compute_s << ',' << r.loss << ',' << r.sweep << ','
     << r.device << ',' << r.update_s << ',' << r.step_s << ',' << r.optimizer << ',' << r.peak_device_mb << ','
-    << r.values_mb << ',' << r.pools_mb;
+    << r.values_mb << ',' << r.pools_mb << ',' << r.core_rtt_before_ns << ',' << r.core_rtt_after_ns;
   return o.str();
 }
 
@@ -156,7 +161,8 @@ nlohmann::json to_json(const Row& r) {
           {"epoch_compute_s", r.epoch_compute_s}, {"loss", r.loss}, {"sweep", r.sweep}, {"device", r.device},
           {"update_s", r.update_s}, {"step_s", r.step_s}, {"optimizer", r.optimizer},
           {"peak_device_mb", r.peak_device_mb}, {"values_mb", r.values_mb},
-          {"pools_mb", r.pools_mb}};
+          {"pools_mb", r.pools_mb}, {"core_rtt_before_ns", r.core_rtt_before_ns},
+          {"core_rtt_after_ns", r.core_rtt_after_ns}};
 }
 
 StrategyOptions strategy_options(const Options& o) {
@@ -413,10 +419,16 @@ int run(const Options& o) {
           reset_peak_rss();
           Memory& device_memory = backend_for(Device::parse(o.device)).memory();
           device_memory.reset_peak();
+          const bool rtt = o.threads > 1 && Device::parse(o.device).kind == DeviceKind::cpu;
+          const double rtt_before = rtt ? cross_core_round_trip_ns() : -1;
           std::vector<Row> measured =
               o.bucket > 0
                   ? measure(cs, bucketed(samples, b, o.bucket, o.seed), b, mode == "train", data.unit == "sentences", o)
                   : measure(cs, samples, b, mode == "train", data.unit == "sentences", o);
+          const double rtt_after = rtt ? cross_core_round_trip_ns() : -1;
+          if (rtt)
+            std::printf("# batch %lld: cross-core round trip %.0f ns before, %.0f ns after (-1: fewer than two CPUs)\n",
+                        static_cast<long long>(b), rtt_before, rtt_after);
           const double rss = peak_rss_mb();
           const int64_t device_peak = device_memory.peak_bytes();
           for (Row& r : measured) {
@@ -431,6 +443,8 @@ int run(const Options& o) {
             r.device = o.device;
             r.optimizer = mode == "train" ? o.optimizer : "none";
             r.peak_rss_mb = rss;
+            r.core_rtt_before_ns = rtt_before;
+            r.core_rtt_after_ns = rtt_after;
             r.peak_device_mb = device_peak < 0 ? -1 : static_cast<double>(device_peak) / (1 << 20);
             if (o.estimate_epoch) {
               r.epoch_s = static_cast<double>(total_units) / r.units_per_s;

@@ -17,8 +17,8 @@ ratio over the engine that these GEMMs allow) and Sylva's share of the
 floor's rate. A two-core rate is followed by the cross-core round trip
 bench_suite measured just before and after it, "[before/after ns]"
 (benchmarks/baselines/core_latency.h: on the VM of docs/benchmarks.md it
-switched between ~100 and ~370 ns, and two-thread runs at small batches
-were slower in the second state). Reads only the columns bench_suite writes.
+switched between 70-140 ns and 340-810 ns, and two-thread runs at batch 1
+were up to twice as slow in the second state). Reads only the columns bench_suite writes.
 """
 import csv
 import glob
@@ -46,7 +46,7 @@ def rows_of(directory):
 
 def rate(r):
     text = "%.1f (%.0f–%.0f)" % (float(r["samples_per_s"]), float(r["samples_per_s_min"]),
-                                 float(r["samples_per_s_max"]))
+                               float(r["samples_per_s_max"]))
     before, after = float(r.get("core_rtt_before_ns") or -1), float(r.get("core_rtt_after_ns") or -1)
     if before >= 0 and after >= 0:
         text += " [%.0f/%.0f ns]" % (before, after)

@@ -128,6 +128,10 @@ if [[ ${MEMORY:-0} != 0 ]]; then
       echo "memory: tree-lstm cell $cell h $h batch ${MEMORY_BATCH:-64}: sylva peak RSS $sylva MB, values $sylva_values MB;" \
         "dynet-autobatch smallest pool $hi MB (> $lo fails), its pools reserved $dynet_pools MB in all, peak RSS $dynet MB," \
         "values (forward, backward and scratch pools) $dynet_values MB" | tee -a "$out/memory.txt"
+      # The same as a row of memory.csv, which scripts/bench_report.py reads.
+      [[ -f $out/memory.csv ]] || echo "workload,cell,hidden,batch,sylva_peak_rss_mb,sylva_values_mb,dynet_smallest_pool_mb,$(
+        )dynet_failing_pool_mb,dynet_pools_reserved_mb,dynet_peak_rss_mb,dynet_values_mb" > "$out/memory.csv"
+      echo "tree-lstm,$cell,$h,${MEMORY_BATCH:-64},$sylva,$sylva_values,$hi,$lo,$dynet_pools,$dynet,$dynet_values" >> "$out/memory.csv"
     done
   done
   exit 0

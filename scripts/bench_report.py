@@ -1,0 +1,661 @@
+#!/usr/bin/env python3
+"""Generates the result tables of README.md and docs/benchmarks.md from the
+CSVs committed under docs/benchmark-results/, so the docs cannot drift from
+the data.
+
+  python3 scripts/bench_report.py           rewrite every generated table in place
+  python3 scripts/bench_report.py --check   regenerate in memory; exit 1 (with a diff) on any difference
+  python3 scripts/bench_report.py --list    each table's name and the files it reads
+  python3 scripts/bench_report.py --plots   also redraw the baseline figures (needs matplotlib)
+
+A generated table sits in a document between two markers:
+
+  <!-- bench_report: NAME -->
+  ...                      (everything here is replaced)
+  <!-- /bench_report -->
+
+and ends with a "Measured on / at / with" line taken from the machine.txt
+beside its CSVs. A new run replaces the folder a table reads (TABLES below),
+and the script regenerates the table. A marker naming an unknown table, an
+unclosed marker, a missing file or a malformed CSV stops the script with a
+message naming it (exit 2). Standard library only (the figures need
+matplotlib and scripts/plot_benchmarks.py).
+"""
+import argparse
+import csv
+import difflib
+import os
+import re
+import statistics
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "docs", "benchmark-results")
+DOCS = ["README.md", os.path.join("docs", "benchmarks.md")]
+MARKER = re.compile(r"<!-- bench_report: (\S+) -->\n(.*?)<!-- /bench_report -->", re.S)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+class ReportError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Reading
+
+
+def path_of(rel):
+    p = os.path.join(RESULTS, rel)
+    if not os.path.exists(p):
+        raise ReportError("missing %s (docs/benchmark-results/%s)" % (p, rel))
+    return p
+
+
+def read_rows(rel):
+    """Rows of one CSV as dicts; every row must have the header's width."""
+    p = path_of(rel)
+    with open(p, newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            raise ReportError("%s: empty file" % p)
+        rows = []
+        for n, fields in enumerate(reader, start=2):
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                raise ReportError("%s:%d: %d fields, the header has %d" % (p, n, len(fields), len(header)))
+            rows.append(dict(zip(header, fields)))
+    if not rows:
+        raise ReportError("%s: no data rows" % p)
+    return rows
+
+
+def number(row, column, where):
+    try:
+        return float(row[column])
+    except (KeyError, ValueError):
+        raise ReportError("%s: column %r is %r, not a number" % (where, column, row.get(column)))
+
+
+def machine(rel):
+    """(date, cpu, git) from a run's machine.txt ('# tool DATE', '# Model name: X', '# git: Y')."""
+    p = path_of(rel)
+    date = cpu = git = None
+    for line in open(p):
+        line = line.strip()
+        if line.startswith("# Model name:"):
+            cpu = line.split(":", 1)[1].strip()
+        elif line.startswith("# git:"):
+            git = line.split(":", 1)[1].strip().replace(" (modified)", "")
+        elif date is None and re.match(r"# \S+ \d{4}-\d\d-\d\d", line):
+            date = line.split()[2][:10]
+    if not (date and cpu and git):
+        raise ReportError("%s: needs '# tool DATE', '# Model name:' and '# git:' lines" % p)
+    if "zen5" in rel:
+        cpu += " (Zen 5)"
+    return date, cpu, git
+
+
+def measured(sources, command, extra=""):
+    """The line under a table: where, when, at which commit and with what."""
+    runs = []
+    for rel in sources:
+        date, cpu, git = machine(rel)
+        text = "%s at %s" % (date, git)
+        if text not in runs:
+            runs.append(text)
+    cpu = machine(sources[0])[1]
+    return "Measured on a 2-core %s VM, %s, with `%s`%s." % (cpu, "; ".join(runs), command, extra)
+
+
+def md(header, rows, right_from=1):
+    out = ["| " + " | ".join(header) + " |",
+           "| " + " | ".join("---" if i < right_from else "---:" for i in range(len(header))) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return out
+
+
+def ratio_text(x):
+    return "%.2fx" % x
+
+
+def span(values):
+    lo, hi = min(values), max(values)
+    return ratio_text(lo) if "%.2f" % lo == "%.2f" % hi else "%.2f–%.2fx" % (lo, hi)
+
+
+def rate(r):
+    return "%.1f (%.0f–%.0f)" % (float(r["samples_per_s"]), float(r["samples_per_s_min"]),
+                                 float(r["samples_per_s_max"]))
+
+
+def goal_text(value, goal):
+    return "≥ %.1fx: met" % goal if value >= goal else "≥ %.1fx: **not met**" % goal
+
+
+# ---------------------------------------------------------------------------
+# Against the real DyNet (bench_dynet.sh CSVs, read with dynet_table's reader)
+
+DYNET_TREE_LSTM = ["zen5-2026-12-07/tree-lstm-adam-2core-rtt", "zen5-2026-12-07/tree-lstm-adagrad-2core-b63a7e5"]
+DYNET_LM = ["zen5-2026-12-07/lstm"]
+DYNET_TREE_FC = ["zen5-2026-12-07/tree-fc-run1", "zen5-2026-12-07/tree-fc-run2", "zen5-2026-12-07/tree-fc-run3"]
+DYNET_MEMORY = "zen5-2026-12-07/memory-whole-epoch"
+
+
+def dynet_points(folders):
+    """{(workload, cell or sizes, optimizer, hidden, batch): {strategy [+ ' 2c']: row}} over folders."""
+    import dynet_table
+    points = {}
+    for folder in folders:
+        rows = dynet_table.rows_of(path_of(folder))
+        if not rows:
+            raise ReportError("no CSV in docs/benchmark-results/%s" % folder)
+        for r in rows:
+            if r["mode"] != "train":
+                continue
+            key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
+            name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
+            points.setdefault(key, {})[name] = r
+    return points
+
+
+def over(a, b):
+    return float(a["samples_per_s"]) / float(b["samples_per_s"])
+
+
+def tree_lstm_goal(batch):
+    return 1.5 if batch <= 16 else 1.2
+
+
+def table_dynet_tree_lstm():
+    rows = []
+    for key, p in sorted(dynet_points(DYNET_TREE_LSTM).items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][3], kv[0][4])):
+        _, cell, opt, h, b = key
+        s, ab, dn, s2 = p["sylva"], p["dynet-autobatch"], p.get("dynet"), p.get("sylva 2c")
+        one = over(s, ab)
+        two = "%s (%s)" % (ratio_text(over(s2, ab)), goal_text(over(s2, ab), 1.8)) if s2 and b >= 16 else \
+            ratio_text(over(s2, ab)) if s2 else "–"
+        rows.append([cell, opt, str(h), str(b), rate(s), rate(ab), rate(dn) if dn else "–",
+                     "**%s**" % ratio_text(one), goal_text(one, tree_lstm_goal(b)), two])
+    out = md(["cell", "optimiser", "h = d", "batch", "Sylva, 1 core", "DyNet-autobatch", "DyNet",
+              "Sylva / DyNet-ab", "goal", "Sylva 2 cores / DyNet-ab (goal at batch ≥ 16)"], rows, right_from=2)
+    return out + ["", measured([f + "/machine.txt" for f in DYNET_TREE_LSTM],
+                               "TWO_CORES=1 OPTIMIZERS=\"adam adagrad\" bash scripts/bench_dynet.sh DIR",
+                               "; trees/s, median of 3 repeats (min–max)")]
+
+
+def table_readme_dynet_tree_lstm():
+    pts = dynet_points(DYNET_TREE_LSTM)
+    hs, batches = sorted({k[3] for k in pts}), sorted({k[4] for k in pts})
+    rows = []
+    for cores in ("1 core", "2 cores"):
+        for h in hs:
+            line = ["%d, %s" % (h, cores)]
+            for b in batches:
+                rs = [over(p["sylva" if cores == "1 core" else "sylva 2c"], p["dynet-autobatch"])
+                      for k, p in pts.items() if k[3] == h and k[4] == b and ("sylva 2c" in p or cores == "1 core")]
+                line.append(span(rs) if rs else "–")
+            rows.append(line)
+    return md(["h = d, Sylva on"] + ["batch %d" % b for b in batches], rows) + [
+        "", measured([f + "/machine.txt" for f in DYNET_TREE_LSTM], "bash scripts/bench_dynet.sh",
+                     "; Sylva's trees/s over one-core DyNet-autobatch's, range over both cells and both optimisers")]
+
+
+def lm_rows():
+    pts = dynet_points(DYNET_LM)
+    return sorted(pts.items(), key=lambda kv: (kv[0][0] != "var-lstm", kv[0][1], kv[0][4]))
+
+
+def sizes_text(cell):  # e128-h256-l1 -> 128/256, 1 layer
+    e, h, l = cell.split("-")
+    return "%s/%s, %s layer%s" % (e[1:], h[1:], l[1:], "" if l == "l1" else "s")
+
+
+def table_dynet_lm():
+    rows = []
+    for (wl, cell, opt, h, b), p in lm_rows():
+        s, ab, dn = p["sylva"], p["dynet-autobatch"], p.get("dynet")
+        r = over(s, ab)
+        rows.append([wl, sizes_text(cell), str(b), rate(s), rate(ab), "**%s**" % ratio_text(r), goal_text(r, 1.2),
+                     ratio_text(over(p["sylva 2c"], ab)) if "sylva 2c" in p else "–"])
+    return md(["workload", "embedding/hidden", "batch", "Sylva, 1 core", "DyNet-autobatch", "Sylva / DyNet-ab",
+               "goal", "Sylva 2 cores / DyNet-ab"], rows, right_from=2) + [
+        "", measured([f + "/machine.txt" for f in DYNET_LM],
+                     "TWO_CORES=1 WORKLOADS=\"var-lstm fixed-lstm\" bash scripts/bench_dynet.sh DIR",
+                     "; Adam; sentences (Var-LSTM) or 64-token chains (Fixed-LSTM) per second, median of 3 (min–max)")]
+
+
+def tree_fc_runs():
+    """{batch: [points of each run]}"""
+    by = {}
+    for folder in DYNET_TREE_FC:
+        for key, p in dynet_points([folder]).items():
+            by.setdefault(key[4], []).append(p)
+    return by
+
+
+def table_dynet_tree_fc():
+    rows = []
+    for b, runs in sorted(tree_fc_runs().items()):
+        vs_dynet = [over(p["sylva"], p["dynet-autobatch"]) for p in runs]
+        vs_dd = [over(p["sylva"], p["dynamic-decl-autobatch"]) for p in runs]
+        floor = [over(p["gemm-floor"], p["dynamic-decl-autobatch"]) for p in runs if "gemm-floor" in p]
+        m1, m2 = statistics.median(vs_dynet), statistics.median(vs_dd)
+        rows.append([str(b), "%s (%s)" % (ratio_text(m1), span(vs_dynet)), goal_text(m1, 1.2),
+                     "%s (%s)" % (ratio_text(m2), span(vs_dd)), goal_text(m2, 1.2),
+                     span(floor) if floor else "–"])
+    return md(["batch", "Sylva / DyNet-autobatch", "goal", "Sylva / dynamic-decl-autobatch", "goal",
+               "GEMM floor / dynamic-decl-autobatch"], rows) + [
+        "", measured([f + "/machine.txt" for f in DYNET_TREE_FC], "WORKLOADS=tree-fc REPEATS=5 bash scripts/bench_dynet.sh DIR",
+                     ", three times; median of the three runs' ratios (range); h = 256, 256 leaves, Adam, one core")]
+
+
+def table_readme_dynet_lm():
+    rows = []
+    for (wl, cell, opt, h, b), p in lm_rows():
+        if b == 1:
+            line = [wl, sizes_text(cell)]
+        line.append(ratio_text(over(p["sylva"], p["dynet-autobatch"])))
+        if len(line) == 5:
+            rows.append(line)
+    fc = tree_fc_runs()
+    rows.append(["tree-fc", "256 leaves, h = 256"] + [
+        ratio_text(statistics.median(over(p["sylva"], p["dynet-autobatch"]) for p in fc[b])) for b in sorted(fc)])
+    return md(["workload", "sizes", "batch 1", "batch 16", "batch 64"], rows, right_from=2) + [
+        "", measured([f + "/machine.txt" for f in DYNET_LM + DYNET_TREE_FC], "bash scripts/bench_dynet.sh",
+                     "; Sylva over one-core DyNet-autobatch, Adam (Tree-FC: median of three runs)")]
+
+
+def table_dynet_memory():
+    rows = []
+    for r in read_rows(DYNET_MEMORY + "/memory.csv"):
+        where = "%s/memory.csv" % DYNET_MEMORY
+        s, pool = number(r, "sylva_peak_rss_mb", where), number(r, "dynet_smallest_pool_mb", where)
+        d = number(r, "dynet_peak_rss_mb", where)
+        rows.append([r["cell"], r["hidden"], r["batch"], "%.0f" % s, "%.0f (%.0f fails)" % (pool, number(r, "dynet_failing_pool_mb", where)),
+                     r["dynet_pools_reserved_mb"], "%.0f" % d, "%.2f" % (d / s),
+                     "met" if s <= pool else "**not met**"])
+    return md(["cell", "h = d", "batch", "Sylva peak RSS MB", "DyNet's smallest --dynet-mem MB",
+               "DyNet's pools reserved MB", "DyNet peak RSS MB", "DyNet / Sylva process", "Sylva ≤ DyNet's --dynet-mem"],
+              rows, right_from=1) + [
+        "", measured([DYNET_MEMORY + "/machine.txt"], "MEMORY=1 bash scripts/bench_dynet.sh DIR",
+                     "; each system alone in its process over a whole SST epoch, Adam; peak RSS by getrusage")]
+
+
+def table_dynet_goals():
+    tl = dynet_points(DYNET_TREE_LSTM)
+
+    def tl_range(batches, two=False):
+        rs = [over(p["sylva 2c" if two else "sylva"], p["dynet-autobatch"]) for k, p in tl.items()
+              if k[4] in batches and (not two or "sylva 2c" in p)]
+        return min(rs), max(rs)
+
+    lo1, hi1 = tl_range((1, 16))
+    lo2, hi2 = tl_range((64, 256))
+    lo3, hi3 = tl_range((16, 64, 256), two=True)
+    lm = [over(p["sylva"], p["dynet-autobatch"]) for _, p in lm_rows()]
+    fc = tree_fc_runs()
+    fc_dn = [statistics.median(over(p["sylva"], p["dynet-autobatch"]) for p in fc[b]) for b in fc]
+    fc_dd = [statistics.median(over(p["sylva"], p["dynamic-decl-autobatch"]) for p in fc[b]) for b in fc]
+    mem = read_rows(DYNET_MEMORY + "/memory.csv")
+    mem_met = sum(float(r["sylva_peak_rss_mb"]) <= float(r["dynet_smallest_pool_mb"]) for r in mem)
+
+    def status(ok):
+        return "met" if ok else "**not met**"
+
+    rows = [
+        ["Tree-LSTM, one core, batch 1 and 16", "≥ 1.5x", "%.2f–%.2fx" % (lo1, hi1), status(lo1 >= 1.5)],
+        ["Tree-LSTM, one core, batch 64 and 256", "≥ 1.2x", "%.2f–%.2fx" % (lo2, hi2), status(lo2 >= 1.2)],
+        ["Tree-LSTM, two cores, batch ≥ 16 (against one-core DyNet)", "≥ 1.8x", "%.2f–%.2fx" % (lo3, hi3), status(lo3 >= 1.8)],
+        ["Var-LSTM and Fixed-LSTM, batch 1, 16, 64", "≥ 1.2x", "%.2f–%.2fx" % (min(lm), max(lm)), status(min(lm) >= 1.2)],
+        ["Tree-FC against DyNet-autobatch", "≥ 1.2x", "%.2f–%.2fx" % (min(fc_dn), max(fc_dn)), status(min(fc_dn) >= 1.2)],
+        ["Tree-FC against dynamic-decl-autobatch", "≥ 1.2x", "%.2f–%.2fx" % (min(fc_dd), max(fc_dd)), status(min(fc_dd) >= 1.2)],
+        ["Peak RSS ≤ DyNet's smallest --dynet-mem, batch 64", "4 of 4 points", "%d of %d" % (mem_met, len(mem)),
+         status(mem_met == len(mem))],
+    ]
+    return md(["goal", "target", "latest", "status"], rows, right_from=3)
+
+
+# ---------------------------------------------------------------------------
+# Against the DyNet-style engines, padding and libtorch (bench_figures.sh)
+
+CAVS = "cavs-2026-12-06"
+CAVS_BASELINES = [("dynamic-decl", "DyNet-style, unbatched"),
+                  ("dynamic-decl-autobatch", "DyNet-style, agenda autobatching"),
+                  ("padded", "padded"),
+                  ("libtorch-*", "libtorch (best variant)"),
+                  ("dynet-autobatch", "DyNet, autobatching")]
+
+
+def cavs_rows():
+    import plot_benchmarks
+    folder = path_of(CAVS)
+    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".csv") and "-batch" in f)
+    plot_benchmarks.note = lambda msg: None  # its notes on strategies it does not plot
+    try:
+        return plot_benchmarks.read_all(paths)
+    except SystemExit as e:
+        raise ReportError("docs/benchmark-results/%s: %s" % (CAVS, e))
+
+
+def cavs_table(mode, batch):
+    rows = cavs_rows()
+    out = []
+    for wl in ("tree-lstm", "var-lstm", "fixed-lstm", "tree-fc"):
+        at = [r for r in rows if r["workload"] == wl and r["mode"] == mode and r["batch"] == batch
+              and "batch" in r["sweeps"]]
+        if not at:
+            continue
+        by = {r["strategy"]: r for r in at}
+        s = by["sylva"]
+        line = ["%s (h = %d%s)" % (wl, s["hidden"], ", %d leaves" % s["leaves"] if wl == "tree-fc" else "")]
+        for strat, _ in CAVS_BASELINES:
+            cands = [r for name, r in by.items() if name == strat or (strat.endswith("*") and name.startswith(strat[:-1]))]
+            best = max(cands, key=lambda r: r["units_per_s"]) if cands else None
+            line.append(ratio_text(s["units_per_s"] / best["units_per_s"]) if best else "–")
+        out.append(line)
+    return md(["workload"] + [name for _, name in CAVS_BASELINES], out) + [
+        "", measured([CAVS + "/machine.txt", CAVS + "/machine-tree-fc-rerun.txt"], "bash scripts/bench_figures.sh",
+                     "; %s, batch %d, one core, update left out; Sylva's trees, words or vertices per second over each baseline's "
+                     "(Tree-FC re-run at the second commit)" % ("training" if mode == "train" else "inference", batch))]
+
+
+# ---------------------------------------------------------------------------
+# Accuracy
+
+def table_accuracy_sst():
+    rows = []
+    for r in read_rows("accuracy/sst-tree-lstm.csv"):
+        fine_c, fine_t = float(r["test_fine_correct"]), float(r["test_fine_total"])
+        fine = "%.2f%%" % (100 * fine_c / fine_t) + ("" if fine_t == 100 else " (%d/%d)" % (fine_c, fine_t))
+        if r["test_binary_correct"]:
+            bc, bt = float(r["test_binary_correct"]), float(r["test_binary_total"])
+            binary = "%.2f%%" % (100 * bc / bt) + ("" if bt == 100 else " (%d/%d)" % (bc, bt))
+        else:
+            binary = "–"
+        who = r["system"] + (", %s cell, %s, seed %s" % (r["cell"], r["optimizer"], r["seed"]) if r["seed"] else "")
+        rows.append([who, fine, binary, r["epochs"] + (" (%s)" % r["best_dev_epoch"] if r["best_dev_epoch"] else ""),
+                     ("%dm%02ds" % divmod(int(r["wall_s"]), 60)) if r["wall_s"] else ""])
+    return md(["", "test root fine-grained", "test root binary", "epochs (best dev)", "wall time"], rows) + [
+        "", measured(["accuracy/machine-sst.txt"], "taskset -c 1 build/release/examples/02_tree_lstm/tree_lstm --epochs 10 --seed N",
+                     " (Adam rows: `--optimizer adam --lr 0.001 [--cell dynet]`); d = 300, h = 150, Adagrad 0.05, "
+                     "batch 25, L2 1e-4, dropout 0.5, model chosen on dev root accuracy, one thread")]
+
+
+def table_accuracy_ptb():
+    rows = []
+    for r in read_rows("accuracy/ptb-lm.csv"):
+        rows.append([r["system"] + (", seed %s" % r["seed"] if r["seed"] else ""), r["model"], r["valid_ppl"],
+                     "**%s**" % r["test_ppl"] if r["seed"] else r["test_ppl"], r["epochs"],
+                     ("%dm%02ds" % divmod(int(r["wall_s"]), 60)) if r["wall_s"] else ""])
+    return md(["", "model", "valid ppl (last epoch)", "test ppl", "epochs", "wall time"], rows, right_from=2) + [
+        "", measured(["accuracy/machine-ptb.txt"], "build/release/examples/03_var_lstm/var_lstm --threads 1 --seed 1",
+                     " (and `04_fixed_lstm/fixed_lstm`); 2 × 200, SGD lr 1 halved each epoch after epoch 4, clip 5, "
+                     "batch 20, no dropout")]
+
+
+# ---------------------------------------------------------------------------
+# Engine optimisations (ablation)
+
+def table_ablation():
+    rows = read_rows("ablation/ablation.csv")
+    variants = ["none", "skip-zero-work", "lazy", "eager", "fusion", "eager+lazy", "eager+lazy+streaming", "all"]
+    configs = []
+    for r in rows:
+        k = (r["workload"], r["unit"], r["hidden"], r["batch"])
+        if k not in configs:
+            configs.append(k)
+    out = []
+    for k in configs:
+        one = {r["variant"]: r for r in rows if (r["workload"], r["unit"], r["hidden"], r["batch"]) == k and r["threads"] == "1"}
+        two = {r["variant"]: r for r in rows if (r["workload"], r["unit"], r["hidden"], r["batch"]) == k and r["threads"] == "2"}
+        cell = lambda d, v: ("%s (%s–%s)" % (d[v]["median"], d[v]["min"], d[v]["max"])) if v in d else ""
+        gain = "%.2fx" % (float(one["all"]["median"]) / float(one["none"]["median"]))
+        out.append(["%s, %s" % (k[0], k[1]), k[2], k[3]] + [cell(one, v) for v in variants] + [gain, cell(two, "all")])
+    return md(["workload", "h", "batch"] + variants + ["all / none", "all, 2 threads"], out) + [
+        "", measured(["ablation/machine.txt"], "bash scripts/ablation.sh DIR && python3 scripts/ablation_table.py DIR",
+                     "; training throughput of Sylva alone, one GEMM thread, median of 3 (min–max); each column "
+                     "switches the others off; blank: not run")]
+
+
+# ---------------------------------------------------------------------------
+# IOS
+
+IOS_NAMES = {"inception_v3": "InceptionV3", "squeezenet": "SqueezeNet", "randwire_large": "RandWire", "nasnet_large": "NasNet"}
+
+
+def table_ios(batch):
+    rows = read_rows("ios-cpu/profile-batch%d.csv" % batch)
+    out = []
+    for g in [g for g in IOS_NAMES if any(r["graph"] == g for r in rows)]:
+        rs = [r for r in rows if r["graph"] == g]
+        seq = next(r for r in rs if r["variant"] == "sequential")
+        line = [IOS_NAMES[g], "%.1f" % float(seq["latency_ms"])]
+        for v in ("greedy", "ios-merge", "ios-parallel", "ios-both"):
+            cands = [r for r in rs if r["variant"] == v]
+            if not cands:
+                line.append("–")
+                continue
+            best = min(cands, key=lambda r: float(r["latency_ms"]))
+            x = float(seq["latency_ms"]) / float(best["latency_ms"])
+            pred = abs(float(best["predicted_ms"]) / float(best["latency_ms"]) - 1)
+            text = "%s%s" % (ratio_text(x), "" if v == "greedy" else " (%s)" % best["r_s"])
+            if v == "ios-both":
+                line += [text + ("" if x >= 1 else " **slower**"), "%.0f%%" % (100 * pred)]
+            else:
+                line.append(text)
+        out.append(line)
+    return md(["network", "Sequential ms", "Greedy", "IOS-Merge (r,s)", "IOS-Parallel (r,s)", "IOS-Both (r,s)",
+               "IOS-Both prediction error"], out) + [
+        "", measured(["ios-cpu/machine.txt"], "bash scripts/ios_bench.sh",
+                     "; batch %d, profiling cost model (oneDNN, float32), median latency of 7 rounds; each variant's "
+                     "speed-up over Sequential at its best measured (r, s)" % batch)]
+
+
+def table_readme_ios():
+    rows = read_rows("ios-cpu/profile-batch1.csv")
+    out = []
+    for g in IOS_NAMES:
+        rs = [r for r in rows if r["graph"] == g]
+        seq = next(r for r in rs if r["variant"] == "sequential")
+        both = min((r for r in rs if r["variant"] == "ios-both"), key=lambda r: float(r["latency_ms"]))
+        x = float(seq["latency_ms"]) / float(both["latency_ms"])
+        out.append([IOS_NAMES[g], "%.1f" % float(seq["latency_ms"]), "%.1f" % float(both["latency_ms"]),
+                    ratio_text(x) + ("" if x >= 1 else " (**slower**)")])
+    return md(["network, batch 1", "Sequential ms", "IOS-Both ms", "IOS-Both / Sequential"], out) + [
+        "", measured(["ios-cpu/machine.txt"], "bash scripts/ios_bench.sh", "; profiled stage costs, median of 7")]
+
+
+# ---------------------------------------------------------------------------
+# CoSA
+
+COSA = "cosa"
+
+
+def cosa_summary():
+    import collections
+    import math
+    out = []
+    folder = path_of(COSA)
+    for f in sorted(os.listdir(folder)):
+        if not f.endswith(".csv") or "_" not in f:
+            continue
+        net, arch = f[:-4].split("_", 1)
+        by = collections.defaultdict(dict)
+        for r in read_rows(COSA + "/" + f):
+            by[r["layer"]][r["method"]] = r
+
+        def geo(base, key):
+            logs = [math.log(float(m[base][key]) / float(m["cosa"][key])) for m in by.values()
+                    if m[base]["found"] == "1" and m["cosa"]["found"] == "1"]
+            return math.exp(sum(logs) / len(logs)) if logs else None
+
+        secs = [float(m["cosa"]["seconds"]) for m in by.values()]
+        hyb = max(float(m["hybrid"]["seconds"]) for m in by.values())
+        out.append(dict(net=net, arch=arch, layers=len(by), cyc=[geo(b, "cycles") for b in ("random", "best_of", "hybrid")],
+                        en=[geo(b, "energy_pj") for b in ("random", "best_of", "hybrid")],
+                        secs=sum(secs) / len(secs), max_secs=max(secs), hybrid=hyb))
+    if not out:
+        raise ReportError("no <net>_<arch>.csv in docs/benchmark-results/%s" % COSA)
+    return out
+
+
+NETS = {"resnet50": "ResNet-50", "alexnet": "AlexNet", "vgg16": "VGG16"}
+
+
+def table_cosa():
+    f = lambda x: ratio_text(x) if x else "–"
+    rows = [[NETS.get(s["net"], s["net"]), s["arch"], str(s["layers"])] + [f(x) for x in s["cyc"]] + [f(x) for x in s["en"]] +
+            ["%.2f (%.2f)" % (s["secs"], s["max_secs"])] for s in cosa_summary()]
+    hyb = max(s["hybrid"] for s in cosa_summary())
+    return md(["network", "arch", "layers", "cycles vs random-5", "vs best of 1000", "vs hybrid %.0f s" % hyb,
+               "energy vs random-5", "vs best of 1000", "vs hybrid %.0f s" % hyb, "CoSA s/layer (max)"], rows, right_from=2) + [
+        "", measured([COSA + "/machine.txt"], "SYLVA_DATA=../shared/data bash scripts/cosa_bench.sh",
+                     "; geomean of baseline / CoSA over each network's distinct layers (> 1: CoSA's mapping is better), "
+                     "all scored by Sylva's model of Timeloop")]
+
+
+def table_readme_cosa():
+    s = next(s for s in cosa_summary() if s["net"] == "resnet50" and s["arch"] == "simba")
+    names = ["random-5 (the paper's baseline)", "best of 1,000 valid random mappings", "hybrid mapper, 2 threads, %.0f s" % s["hybrid"]]
+    rows = [[n, ratio_text(c), ratio_text(e)] for n, c, e in zip(names, s["cyc"], s["en"])]
+    return md(["baseline (same model)", "CoSA's speed-up (geomean)", "energy ratio"], rows) + [
+        "", measured([COSA + "/machine.txt"], "bash scripts/cosa_bench.sh",
+                     "; ResNet-50's %d distinct layers on the Simba-like accelerator; CoSA solved each in %.2f s on average"
+                     % (s["layers"], s["secs"]))]
+
+
+COSA_KERNELS = "cosa-kernels-2026-12-06"
+
+
+def table_cosa_kernels():
+    import cosa_kernels_table
+    runs = [cosa_kernels_table.run_summary(path_of("%s/after_%d.csv" % (COSA_KERNELS, i))) for i in (1, 2, 3)]
+    names = [("random5 / CoSA", "random-5's kernel time / CoSA's", None),
+             ("random_1x / CoSA", "random search at CoSA's solve time / CoSA", 1.3),
+             ("random_10x / CoSA", "random search at 10x that time / CoSA", None),
+             ("hybrid_10x / CoSA", "hybrid search at 10x that time / CoSA", None),
+             ("CoSA channels-last / oneDNN nhwc", "CoSA channels-last / oneDNN channels-last", None),
+             ("CoSA / oneDNN blocked (NCHW CoSA)", "CoSA NCHW / oneDNN blocked", None),
+             ("solve s, mean", "CoSA solve, s per layer (mean)", None)]
+    rows = []
+    for key, label, goal in names:
+        vals = [r[key] for r in runs]
+        med = statistics.median(vals)
+        rows.append([label, "%.2f (%.2f–%.2f)" % (med, min(vals), max(vals)), goal_text(med, goal) if goal else ""])
+    return md(["ResNet-50, 24 distinct layers (geomean)", "median of 3 runs (min–max)", "goal"], rows) + [
+        "", measured([COSA_KERNELS + "/machine.txt"],
+                     "bench_cosa_kernels --layers .../resnet50/unique_layers.yaml --budgets 1,10 --correlate 4 --mappings 200 --csv F",
+                     "; float32, batch 1, 2 threads, median of 5 runs per kernel; a ratio above 1 means CoSA's kernel is faster")]
+
+
+# ---------------------------------------------------------------------------
+# Data-parallel
+
+def table_distributed():
+    out = []
+    for r in read_rows("distributed/scaling.csv"):
+        sp, goal = float(r["speedup"]), float(r["goal"])
+        out.append([r["workload"], "%s (%s..%s) %s" % (r["one_rank_median"], r["one_rank_min"], r["one_rank_max"], r["unit"]),
+                    "%s (%s..%s)" % (r["two_ranks_median"], r["two_ranks_min"], r["two_ranks_max"]),
+                    "**%.2fx** (%s..%s)" % (sp, r["speedup_min"], r["speedup_max"]), goal_text(sp, goal)])
+    return md(["workload", "1 rank × 1 thread", "2 ranks × 1 thread", "speed-up", "goal"], out) + [
+        "", measured(["distributed/machine.txt"], "bash scripts/bench_distributed.sh",
+                     "; one epoch of SST or 60 PTB minibatches, global batch 64, median (min..max) of 3")]
+
+
+TABLES = {
+    "dynet-goals": (table_dynet_goals, DYNET_TREE_LSTM + DYNET_LM + DYNET_TREE_FC + [DYNET_MEMORY]),
+    "dynet-tree-lstm": (table_dynet_tree_lstm, DYNET_TREE_LSTM),
+    "dynet-lm": (table_dynet_lm, DYNET_LM),
+    "dynet-tree-fc": (table_dynet_tree_fc, DYNET_TREE_FC),
+    "dynet-memory": (table_dynet_memory, [DYNET_MEMORY]),
+    "readme-dynet-tree-lstm": (table_readme_dynet_tree_lstm, DYNET_TREE_LSTM),
+    "readme-dynet-lm": (table_readme_dynet_lm, DYNET_LM + DYNET_TREE_FC),
+    "baselines-train": (lambda: cavs_table("train", 64), [CAVS]),
+    "baselines-infer": (lambda: cavs_table("infer", 64), [CAVS]),
+    "accuracy-sst": (table_accuracy_sst, ["accuracy"]),
+    "accuracy-ptb": (table_accuracy_ptb, ["accuracy"]),
+    "ablation": (table_ablation, ["ablation"]),
+    "ios-batch1": (lambda: table_ios(1), ["ios-cpu"]),
+    "ios-batch16": (lambda: table_ios(16), ["ios-cpu"]),
+    "readme-ios": (table_readme_ios, ["ios-cpu"]),
+    "cosa": (table_cosa, [COSA]),
+    "readme-cosa": (table_readme_cosa, [COSA]),
+    "cosa-kernels": (table_cosa_kernels, [COSA_KERNELS]),
+    "distributed": (table_distributed, ["distributed"]),
+}
+
+
+# ---------------------------------------------------------------------------
+# Documents
+
+def render(text, where):
+    def one(m):
+        name = m.group(1)
+        if name not in TABLES:
+            raise ReportError("%s: unknown table %r (known: %s)" % (where, name, ", ".join(sorted(TABLES))))
+        return "<!-- bench_report: %s -->\n%s\n<!-- /bench_report -->" % (name, "\n".join(TABLES[name][0]()))
+
+    opened = text.count("<!-- bench_report:")
+    closed = text.count("<!-- /bench_report -->")
+    if opened != closed or len(MARKER.findall(text)) != opened:
+        raise ReportError("%s: %d opening and %d closing bench_report markers do not pair up" % (where, opened, closed))
+    return MARKER.sub(one, text)
+
+
+def run(check, docs=None, root=ROOT):
+    """Regenerates each document; returns the number that differ."""
+    differ = 0
+    for rel in docs or DOCS:
+        path = os.path.join(root, rel)
+        old = open(path, encoding="utf-8").read()
+        new = render(old, rel)
+        if new == old:
+            continue
+        differ += 1
+        if check:
+            sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), rel, rel + " (regenerated)"))
+        else:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(new)
+            print("bench_report: rewrote %s" % rel)
+    return differ
+
+
+def plots():
+    import plot_benchmarks
+    folder = path_of(CAVS)
+    rows = plot_benchmarks.read_all([folder])
+    plot_benchmarks.make_figures(rows, os.path.join(ROOT, "docs", "figures"))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail on any difference instead of rewriting")
+    ap.add_argument("--list", action="store_true", help="list the tables and what they read")
+    ap.add_argument("--plots", action="store_true", help="redraw docs/figures from the baseline CSVs")
+    args = ap.parse_args(argv)
+    try:
+        if args.list:
+            for name, (_, sources) in TABLES.items():
+                print("%-24s %s" % (name, ", ".join("docs/benchmark-results/" + s for s in sources)))
+            return 0
+        differ = run(args.check)
+        if args.plots:
+            plots()
+    except ReportError as e:
+        print("bench_report: error: %s" % e, file=sys.stderr)
+        return 2
+    if args.check and differ:
+        print("bench_report: %d document(s) differ from the data; run python3 scripts/bench_report.py" % differ,
+              file=sys.stderr)
+        return 1
+    if args.check:
+        print("bench_report: every generated table matches docs/benchmark-results/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

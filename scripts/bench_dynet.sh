@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sylva against the real DyNet on the CPU, side by side in one interleaved
-# run per configuration (docs/benchmarks.md, "Against DyNet"). Builds DyNet
+# run per configuration (docs/benchmarks.md, "Against the real DyNet"). Builds DyNet
 # from ../shared/peers (about 10 minutes on 2 cores, once) and the release
 # tree with the dynet strategies, then runs bench_suite:
 #   - one core: the whole process pinned with taskset to one core (so Sylva
@@ -9,11 +9,11 @@
 #     OMP_WAIT_POLICY=active (SYLVA_OMP_WAIT_POLICY overrides; "default"
 #     leaves it unset): libgomp's idle GEMM thread otherwise goes to sleep
 #     between the small GEMMs of a step and waking it costs more than the
-#     GEMM (docs/benchmarks.md, "Two cores and the OpenMP wait policy");
+#     GEMM (docs/notes/two-cores.md, "Two cores and the OpenMP wait policy");
 #     DyNet's CPU build uses one core whatever it is given. bench_suite
 #     records the cross-core round trip before and after each two-core
 #     configuration (on a VM it can switch between states that halve a
-#     two-thread run at batch 1: docs/benchmarks.md, "The second core:
+#     two-thread run at batch 1: docs/notes/two-cores.md, "The second core:
 #     where the VM puts it"); table.md prints it after each two-core rate.
 # Training steps are timed whole (forward, backward and each system's own
 # optimiser update) by a wall clock. Tree-FC also runs bench_suite's

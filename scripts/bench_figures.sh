@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Regenerates every number, figure and table of docs/benchmarks.md's
-# "Sylva against the baselines" section: builds the release tree, runs
-# bench_suite over the Cavs-style experiments (one thread), then
-# scripts/plot_benchmarks.py. Needs the SST and PTB data (shared/data or
+# The data of docs/benchmarks.md's "Against the DyNet-style engines,
+# padding and libtorch" section: builds the release tree, runs bench_suite
+# over the Cavs-style experiments (one thread), then
+# scripts/plot_benchmarks.py (every sweep's table and figure). Copy the CSVs
+# to a new docs/benchmark-results/ folder and point scripts/bench_report.py
+# at it to update the docs. Needs the SST and PTB data (shared/data or
 # $SYLVA_DATA). About 65 minutes on a 2-core machine with DyNet and libtorch.
 #
 #   bash scripts/bench_figures.sh [results-dir]   (default build/bench-results)

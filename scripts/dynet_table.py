@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Turns scripts/bench_dynet.sh's CSV files into docs/benchmarks.md's
-"Against DyNet" table (markdown on stdout).
+"""Turns scripts/bench_dynet.sh's CSV files into one table of every column
+of a run (markdown on stdout; the docs' tables come from
+scripts/bench_report.py, which reads the same CSVs with rows_of).
 
   python3 scripts/dynet_table.py build/bench-dynet
 

@@ -1,7 +1,7 @@
 // How long a cache line takes to go from one core to another and back:
 // what a fork and join of two threads, or a value one core writes and the
 // other reads, costs at the least. On a virtual machine it can change while
-// a benchmark runs: on the VM of docs/benchmarks.md ("The second core:
+// a benchmark runs: on the VM of docs/notes/two-cores.md ("The second core:
 // where the VM puts it") it was 70-140 ns at times and 340-810 ns at others
 // (presumably the host placing the two vCPUs on cores with and without a
 // shared L3), switching within seconds to minutes, and Sylva's two-thread

@@ -1,4 +1,4 @@
-// CoSA's mappings as CUDA kernels (docs/benchmarks.md, "CoSA kernels on the
+// CoSA's mappings as CUDA kernels (docs/notes/cosa-kernels.md, "CoSA kernels on the
 // GPU"). Per layer, on this_gpu_arch() with gpu_mapspace: CoSA's mapping
 // (cpu_limits: gap 0.3, 2 s), random-5, random search and the hybrid mapper
 // at budgets of CoSA's solve time, each picked on the analytical model and

@@ -137,7 +137,7 @@ namespace {
 // zeroed instead of having its listed rows cleared: the rows a run writes
 // reach most of a table, all of whose pages would then stay resident, while
 // one step writes a few hundred pages. Each page written again costs a page
-// fault, about 1.5 us on the machine of docs/benchmarks.md ("An embedding
+// fault, about 1.5 us on the machine of docs/notes/memory.md ("An embedding
 // gradient's pages given back"): 1-2% of an SST Tree-LSTM step at
 // h = 512 (a 37 MB table; 19-27 MB less peak RSS), 5-13% at h = 128 (9 MB),
 // hence a table of this size and more only.

@@ -29,7 +29,7 @@ int usable_cpu_cores();
 /// OMP_WAIT_POLICY=active. The GEMMs run on libgomp's threads, which
 /// otherwise go to sleep between the small GEMMs of a batched step, and
 /// waking them costs more than the GEMM: two threads can then train slower
-/// than one (docs/benchmarks.md, "Two cores and the OpenMP wait policy").
+/// than one (docs/notes/two-cores.md, "Two cores and the OpenMP wait policy").
 /// libgomp reads the variable when the process starts, so a library cannot
 /// set it for its caller.
 std::string cpu_threads_advice(int threads);

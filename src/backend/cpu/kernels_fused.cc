@@ -138,7 +138,7 @@ constexpr int64_t kFusedParallelElements = int64_t{1} << 15;
 // depend on the thread count. Before, the groups ran on one thread
 // whatever the backend's count: Tree-LSTM dynet cell h 512, batch 16, two
 // threads, `--profile`: 0.65 s of a 5.2 s epoch, 0.38 s split
-// (docs/benchmarks.md, "Two cores: the transposed GEMM and the fused groups").
+// (docs/notes/two-cores.md, "Two cores: the transposed GEMM and the fused groups").
 template <class T>
 void run_typed(const FusedProgram& p, std::span<const MatView> in, std::span<const MatView> out, int64_t rows) {
   int64_t width = 0;

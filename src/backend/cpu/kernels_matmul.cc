@@ -27,7 +27,7 @@ namespace {
 // own threading of that case barely scales at batched shapes (2 threads,
 // [34 x 1536]·[1536 x 1024]ᵀ: 1.80 ms against 1.53 ms on one; split by
 // columns 0.76 ms; [128 x ...]: 3.18 against 2.16 ms), while its other
-// cases already run ~1.9x faster on two (docs/benchmarks.md, "Two cores:
+// cases already run ~1.9x faster on two (docs/notes/two-cores.md, "Two cores:
 // the transposed GEMM and the fused groups").
 void sgemm(const MatView& x, const MatView& y, const MatView& out, bool ta, bool tb, int64_t inner, bool accumulate) {
   const int threads = Eigen::nbThreads();

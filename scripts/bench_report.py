@@ -151,12 +151,7 @@ def dynet_points(folders):
         rows = dynet_table.rows_of(path_of(folder))
         if not rows:
             raise ReportError("no CSV in docs/benchmark-results/%s" % folder)
-        for r in rows:
-            if r["mode"] != "train":
-                continue
-            key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
-            name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
-            points.setdefault(key, {})[name] = r
+        dynet_table.points_of(rows, points)
     return points
 
 

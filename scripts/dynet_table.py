@@ -45,6 +45,19 @@ def rows_of(directory):
     return out
 
 
+def points_of(rows, points=None):
+    """Training rows by point: {(workload, cell or sizes, optimizer, hidden, batch):
+    {strategy, or strategy + " 2c" for the two-core run: row}}, added to points."""
+    points = {} if points is None else points
+    for r in rows:
+        if r["mode"] != "train":
+            continue
+        key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
+        name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
+        points.setdefault(key, {})[name] = r
+    return points
+
+
 def rate(r):
     text = "%.1f (%.0f–%.0f)" % (float(r["samples_per_s"]), float(r["samples_per_s_min"]),
                                float(r["samples_per_s_max"]))
@@ -60,13 +73,7 @@ def main(argv):
     rows = rows_of(argv[1])
     if not rows:
         sys.exit("dynet_table: no CSV files in %s" % argv[1])
-    points = {}
-    for r in rows:
-        if r["mode"] != "train":
-            continue
-        key = (r["workload"], r["cell"], r.get("optimizer", "none"), int(r["hidden"]), int(r["batch"]))
-        name = r["strategy"] + (" 2c" if r["sweep"] == "two-core" else "")
-        points.setdefault(key, {})[name] = r
+    points = points_of(rows)
     print("| workload | cell / sizes | optimizer | h | batch | Sylva, 1 core | DyNet autobatch | DyNet | "
           "Sylva / DyNet-ab | Sylva, 2 cores | 2 cores / DyNet-ab | update ms: Sylva, DyNet-ab, Sylva 2c | "
           "Sylva / dynamic-decl-ab | GEMM floor / dynamic-decl-ab | Sylva / GEMM floor |")

@@ -390,6 +390,30 @@ def table_accuracy_ptb():
                      "batch 20, no dropout")]
 
 
+def table_readme_accuracy():
+    sst = [r for r in read_rows("accuracy/sst-tree-lstm.csv") if r["optimizer"] == "adagrad"]
+    ours = [r for r in sst if r["seed"]]
+    ref = next(r for r in sst if not r["seed"])
+
+    def pct(rows, c, t):
+        vals = [100 * float(r[c]) / float(r[t]) for r in rows]
+        return "%.2f%%" % vals[0] if len(vals) == 1 else "%.2f–%.2f%% (%d seeds)" % (min(vals), max(vals), len(vals))
+
+    rows = [["Tree-LSTM, SST", "test root fine-grained", pct(ours, "test_fine_correct", "test_fine_total"),
+             "%s (%s)" % (pct([ref], "test_fine_correct", "test_fine_total"), ref["system"].replace(" (reported)", ""))],
+            ["Tree-LSTM, SST", "test root binary", pct(ours, "test_binary_correct", "test_binary_total"),
+             "%s (%s)" % (pct([ref], "test_binary_correct", "test_binary_total"), ref["system"].replace(" (reported)", ""))]]
+    ptb = read_rows("accuracy/ptb-lm.csv")
+    ref = next(r for r in ptb if not r["seed"])
+    for r in (r for r in ptb if r["seed"]):
+        rows.append(["%s, PTB" % r["model"].split(" (")[0], "test perplexity", r["test_ppl"],
+                     "%s (%s, %s)" % (ref["test_ppl"], ref["system"].replace(" (reported)", ""), ref["model"].split(" (")[1].split(";")[0])])
+    return md(["model, data", "metric", "Sylva", "published"], rows, right_from=2) + [
+        "", measured(["accuracy/machine-sst.txt", "accuracy/machine-ptb.txt"],
+                     "tree_lstm --epochs 10 --seed N` and `var_lstm` / `fixed_lstm --threads 1 --seed 1",
+                     "; the published configurations (docs/benchmarks.md, \"Accuracy\")")]
+
+
 # ---------------------------------------------------------------------------
 # Engine optimisations (ablation)
 
@@ -572,6 +596,7 @@ TABLES = {
     "baselines-infer": (lambda: cavs_table("infer", 64), [CAVS]),
     "accuracy-sst": (table_accuracy_sst, ["accuracy"]),
     "accuracy-ptb": (table_accuracy_ptb, ["accuracy"]),
+    "readme-accuracy": (table_readme_accuracy, ["accuracy"]),
     "ablation": (table_ablation, ["ablation"]),
     "ios-batch1": (lambda: table_ios(1), ["ios-cpu"]),
     "ios-batch16": (lambda: table_ios(16), ["ios-cpu"]),

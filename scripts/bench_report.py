@@ -6,7 +6,8 @@ the data.
   python3 scripts/bench_report.py           rewrite every generated table in place
   python3 scripts/bench_report.py --check   regenerate in memory; exit 1 (with a diff) on any difference
   python3 scripts/bench_report.py --list    each table's name and the files it reads
-  python3 scripts/bench_report.py --plots   also redraw the baseline figures (needs matplotlib)
+  /usr/bin/python3 scripts/bench_report.py --plots
+                                            also redraw docs/figures (needs matplotlib)
 
 A generated table sits in a document between two markers:
 
@@ -18,8 +19,10 @@ and ends with a "Measured on / at / with" line taken from the machine.txt
 beside its CSVs. A new run replaces the folder a table reads (TABLES below),
 and the script regenerates the table. A marker naming an unknown table, an
 unclosed marker, a missing file or a malformed CSV stops the script with a
-message naming it (exit 2). Standard library only (the figures need
-matplotlib and scripts/plot_benchmarks.py).
+message naming it (exit 2). Each figure (FIGURES) records in its PNG a
+digest of the folders it was drawn from; --check fails on a figure whose
+data changed since. Standard library only, except --plots (matplotlib and
+scripts/plot_benchmarks.py).
 """
 import argparse
 import csv
@@ -644,11 +647,112 @@ def run(check, docs=None, root=ROOT):
     return differ
 
 
+# ---------------------------------------------------------------------------
+# Figures: drawn by --plots (matplotlib), each PNG carrying a digest of the
+# files it was drawn from, which --check compares without drawing.
+
+FIGURES_DIR = os.path.join(ROOT, "docs", "figures")
+DIGEST_KEY = "bench_report sources"
+
+
+def digest(folders):
+    """sha256 over every file of the folders (names relative to benchmark-results)."""
+    import hashlib
+    h = hashlib.sha256()
+    for folder in folders:
+        base = path_of(folder)
+        for dirpath, dirnames, files in sorted(os.walk(base)):
+            dirnames.sort()
+            for f in sorted(files):
+                p = os.path.join(dirpath, f)
+                h.update(os.path.relpath(p, RESULTS).encode() + b"\0")
+                with open(p, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()
+
+
+def png_text(path):
+    """The tEXt chunks of a PNG as a dict (standard library only)."""
+    import struct
+    out = {}
+    with open(path, "rb") as f:
+        if f.read(8) != b"\x89PNG\r\n\x1a\n":
+            raise ReportError("%s: not a PNG" % path)
+        while True:
+            head = f.read(8)
+            if len(head) < 8:
+                break
+            n, kind = struct.unpack(">I4s", head)
+            data = f.read(n)
+            f.read(4)  # CRC
+            if kind == b"tEXt" and b"\0" in data:
+                k, v = data.split(b"\0", 1)
+                out[k.decode("latin-1")] = v.decode("latin-1")
+            if kind == b"IEND":
+                break
+    return out
+
+
+def plot_dynet_tree_lstm(path):
+    import matplotlib.pyplot as plt
+    pts = dynet_points(DYNET_TREE_LSTM)
+    hs, batches = sorted({k[3] for k in pts}), sorted({k[4] for k in pts})
+    series = sorted({(k[1], k[2]) for k in pts})
+    fig, axes = plt.subplots(1, len(hs), figsize=(5 * len(hs), 3.6), sharey=True)
+    width = 0.8 / len(series)
+    for ax, h in zip(axes, hs):
+        for i, (cell, opt) in enumerate(series):
+            ys = [over(pts[("tree-lstm", cell, opt, h, b)]["sylva"], pts[("tree-lstm", cell, opt, h, b)]["dynet-autobatch"])
+                  for b in batches]
+            ax.bar([j + (i - (len(series) - 1) / 2) * width for j in range(len(batches))], ys, width,
+                   label="%s cell, %s" % (cell, opt))
+        for j, b in enumerate(batches):
+            ax.plot([j - 0.45, j + 0.45], [tree_lstm_goal(b)] * 2, "k--", linewidth=1)
+        ax.set_xticks(range(len(batches)))
+        ax.set_xticklabels(["batch %d" % b for b in batches])
+        ax.set_title("h = d = %d, one core" % h)
+        ax.axhline(1.0, color="grey", linewidth=0.5)
+    axes[0].set_ylabel("Sylva / DyNet-autobatch, trees/s")
+    axes[-1].legend(fontsize=8, loc="upper right")
+    fig.suptitle("Tree-LSTM training on SST against DyNet (dashed: goal)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Description": DIGEST_KEY + " " + digest(DYNET_TREE_LSTM)})
+    plt.close(fig)
+
+
+CAVS_FIGURES = ["fig8_batch_train.png", "fig8_batch_infer.png", "fig8_hidden_train.png",
+                "fig9_construction.png", "table1_epoch.png", "table2_movement.png"]
+FIGURES = {"dynet_tree_lstm.png": DYNET_TREE_LSTM}
+FIGURES.update({name: [CAVS] for name in CAVS_FIGURES})
+
+
 def plots():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ReportError("--plots needs matplotlib (apt-get install python3-matplotlib)")
+    matplotlib.use("Agg")
     import plot_benchmarks
-    folder = path_of(CAVS)
-    rows = plot_benchmarks.read_all([folder])
-    plot_benchmarks.make_figures(rows, os.path.join(ROOT, "docs", "figures"))
+    plot_benchmarks.METADATA = {"Description": DIGEST_KEY + " " + digest([CAVS])}
+    plot_benchmarks.note = lambda msg: None
+    written = plot_benchmarks.make_figures(plot_benchmarks.read_all([path_of(CAVS)]), FIGURES_DIR)
+    plot_dynet_tree_lstm(os.path.join(FIGURES_DIR, "dynet_tree_lstm.png"))
+    for p in written + [os.path.join(FIGURES_DIR, "dynet_tree_lstm.png")]:
+        print("bench_report: drew %s" % os.path.relpath(p, ROOT))
+
+
+def stale_figures():
+    """Figures whose recorded digest is not the digest of their data now."""
+    stale = []
+    for name, folders in FIGURES.items():
+        path = os.path.join(FIGURES_DIR, name)
+        if not os.path.exists(path):
+            stale.append("%s: missing" % name)
+            continue
+        want = DIGEST_KEY + " " + digest(folders)
+        if png_text(path).get("Description") != want:
+            stale.append("%s: drawn from other data than docs/benchmark-results/%s holds now" % (name, ", ".join(folders)))
+    return stale
 
 
 def main(argv):
@@ -661,19 +765,25 @@ def main(argv):
         if args.list:
             for name, (_, sources) in TABLES.items():
                 print("%-24s %s" % (name, ", ".join("docs/benchmark-results/" + s for s in sources)))
+            for name, sources in FIGURES.items():
+                print("%-24s %s" % ("figures/" + name, ", ".join("docs/benchmark-results/" + s for s in sources)))
             return 0
-        differ = run(args.check)
         if args.plots:
             plots()
+        differ = run(args.check)
+        if args.check:
+            for line in stale_figures():
+                print("bench_report: figure %s; run python3 scripts/bench_report.py --plots" % line)
+                differ += 1
     except ReportError as e:
         print("bench_report: error: %s" % e, file=sys.stderr)
         return 2
     if args.check and differ:
-        print("bench_report: %d document(s) differ from the data; run python3 scripts/bench_report.py" % differ,
+        print("bench_report: %d document(s) or figure(s) differ from the data; run python3 scripts/bench_report.py" % differ,
               file=sys.stderr)
         return 1
     if args.check:
-        print("bench_report: every generated table matches docs/benchmark-results/")
+        print("bench_report: every generated table and figure matches docs/benchmark-results/")
     return 0
 
 

@@ -46,7 +46,7 @@ WORKLOADS = ["tree-lstm", "var-lstm", "fixed-lstm", "tree-fc"]
 STRATEGIES = [
     "sylva", "sylva-serial", "dynamic-decl", "dynamic-decl-autobatch",
     "dynamic-decl-autobatch-dense", "padded", "libtorch-recursive",
-    "libtorch-levels", "libtorch-packed",
+    "libtorch-levels", "libtorch-packed", "dynet", "dynet-autobatch",
 ]
 MODES = ["train", "infer"]
 SWEEPS = ["batch", "hidden", "leaves", "epoch", "movement"]
@@ -65,6 +65,8 @@ STYLE = {
     "libtorch-recursive": ("#2ca02c", "<"),
     "libtorch-levels": ("#9467bd", ">"),
     "libtorch-packed": ("#8c564b", "P"),
+    "dynet": ("#bcbd22", "X"),
+    "dynet-autobatch": ("#e377c2", "*"),
 }
 FALLBACK_STYLES = [("#bcbd22", "X"), ("#e377c2", "*"), ("#aec7e8", "h"),
                    ("#98df8a", "p")]
@@ -497,12 +499,17 @@ def plot_movement(rows, path):
     return True
 
 
+# PNG text chunks written into every figure (scripts/bench_report.py records
+# there which data a figure was drawn from).
+METADATA = {}
+
+
 def save(fig, path):
     import matplotlib.pyplot as plt
     d = os.path.dirname(path)
     if d:
         os.makedirs(d, exist_ok=True)
-    fig.savefig(path, dpi=ARGS_DPI)
+    fig.savefig(path, dpi=ARGS_DPI, metadata=dict(METADATA) or None)
     plt.close(fig)
 
 

@@ -107,6 +107,46 @@ class BenchReportTest(unittest.TestCase):
         finally:
             bench_report.RESULTS = old
 
+    def test_figures_match_their_data(self):
+        self.assertEqual(bench_report.stale_figures(), [])
+
+    def test_png_text_is_read(self):
+        import struct
+        import zlib
+
+        def chunk(kind, data):
+            return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+        png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 0, 0, 0, 0)) +
+               chunk(b"tEXt", b"Description\0bench_report sources abc") +
+               chunk(b"IDAT", zlib.compress(b"\0\0")) + chunk(b"IEND", b""))
+        path = os.path.join(self.tmp, "f.png")
+        with open(path, "wb") as f:
+            f.write(png)
+        self.assertEqual(bench_report.png_text(path), {"Description": "bench_report sources abc"})
+        with open(path, "wb") as f:
+            f.write(b"GIF89a")
+        with self.assertRaisesRegex(bench_report.ReportError, "not a PNG"):
+            bench_report.png_text(path)
+
+    def test_changed_data_makes_its_figure_stale(self):
+        results = os.path.join(self.tmp, "results")
+        for folder in bench_report.DYNET_TREE_LSTM:
+            shutil.copytree(os.path.join(bench_report.RESULTS, folder), os.path.join(results, folder))
+        old_results, old_figures = bench_report.RESULTS, bench_report.FIGURES
+        bench_report.RESULTS = results
+        bench_report.FIGURES = {"dynet_tree_lstm.png": bench_report.DYNET_TREE_LSTM}
+        try:
+            self.assertEqual(bench_report.stale_figures(), [])
+            csv_path = os.path.join(results, bench_report.DYNET_TREE_LSTM[0], "tree-lstm-tai-h128-adam-1core.csv")
+            with open(csv_path, "a") as f:
+                f.write("\n")
+            stale = bench_report.stale_figures()
+        finally:
+            bench_report.RESULTS, bench_report.FIGURES = old_results, old_figures
+        self.assertEqual(len(stale), 1)
+        self.assertIn("dynet_tree_lstm.png: drawn from other data", stale[0])
+
     def test_goal_text_says_not_met(self):
         self.assertEqual(bench_report.goal_text(1.19, 1.2), "≥ 1.2x: **not met**")
         self.assertEqual(bench_report.goal_text(1.2, 1.2), "≥ 1.2x: met")

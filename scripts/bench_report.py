@@ -102,14 +102,17 @@ def machine(rel):
 
 def measured(sources, command, extra=""):
     """The line under a table: where, when, at which commit and with what."""
-    runs = []
+    runs, cpus = [], []
     for rel in sources:
         date, cpu, git = machine(rel)
-        text = "%s at %s" % (date, git)
-        if text not in runs:
-            runs.append(text)
-    cpu = machine(sources[0])[1]
-    return "Measured on a 2-core %s VM, %s, with `%s`%s." % (cpu, "; ".join(runs), command, extra)
+        if (date, git, cpu) not in runs:
+            runs.append((date, git, cpu))
+            cpus.append(cpu)
+    if len(set(cpus)) == 1:
+        where = "a 2-core %s VM, %s" % (cpus[0], "; ".join("%s at %s" % r[:2] for r in runs))
+    else:
+        where = "2-core VMs, %s" % "; ".join("%s at %s (%s)" % r for r in runs)
+    return "Measured on %s, with `%s`%s." % (where, command, extra)
 
 
 def md(header, rows, right_from=1):
@@ -278,7 +281,7 @@ def table_dynet_memory():
                "DyNet's pools reserved MB", "DyNet peak RSS MB", "DyNet / Sylva process", "Sylva ≤ DyNet's --dynet-mem"],
               rows, right_from=1) + [
         "", measured([DYNET_MEMORY + "/machine.txt"], "MEMORY=1 bash scripts/bench_dynet.sh DIR",
-                     "; each system alone in its process over a whole SST epoch, Adam; peak RSS by getrusage")]
+                     "; each system alone in its process over a whole SST epoch, Adam; peak RSS is the process's VmHWM")]
 
 
 def table_dynet_goals():
@@ -364,7 +367,7 @@ def cavs_table(mode, batch):
 
 def table_accuracy_sst():
     rows = []
-    for r in read_rows("accuracy/sst-tree-lstm.csv"):
+    for r in read_rows("accuracy/sst-tree-lstm.csv") + read_rows("accuracy/sst-tree-lstm-adam.csv"):
         fine_c, fine_t = float(r["test_fine_correct"]), float(r["test_fine_total"])
         fine = "%.2f%%" % (100 * fine_c / fine_t) + ("" if fine_t == 100 else " (%d/%d)" % (fine_c, fine_t))
         if r["test_binary_correct"]:
@@ -376,7 +379,7 @@ def table_accuracy_sst():
         rows.append([who, fine, binary, r["epochs"] + (" (%s)" % r["best_dev_epoch"] if r["best_dev_epoch"] else ""),
                      ("%dm%02ds" % divmod(int(r["wall_s"]), 60)) if r["wall_s"] else ""])
     return md(["", "test root fine-grained", "test root binary", "epochs (best dev)", "wall time"], rows) + [
-        "", measured(["accuracy/machine-sst.txt"], "taskset -c 1 build/release/examples/02_tree_lstm/tree_lstm --epochs 10 --seed N",
+        "", measured(["accuracy/machine-sst.txt", "accuracy/machine-sst-adam.txt"], "taskset -c 1 build/release/examples/02_tree_lstm/tree_lstm --epochs 10 --seed N",
                      " (Adam rows: `--optimizer adam --lr 0.001 [--cell dynet]`); d = 300, h = 150, Adagrad 0.05, "
                      "batch 25, L2 1e-4, dropout 0.5, model chosen on dev root accuracy, one thread")]
 

@@ -19,7 +19,7 @@
 //   taskset -c 0 build/release/benchmarks/bench_tree_fc_levels --benchmark_repetitions=5
 //
 // A micro-benchmark on hot operands: no optimiser, no leaves, no lazy
-// weight gradient; docs/benchmarks.md says what it does and does not show.
+// weight gradient; docs/notes/tree-fc.md says what it does and does not show.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

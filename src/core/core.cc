@@ -142,7 +142,7 @@ namespace {
 // (an arena's room to grow) are never resident. From the heap, an arena that
 // outgrew its block left the old one resident in a hole the heap kept, and
 // a new block placed over pages written before counted them whole: on the
-// SST Tree-LSTM at batch 64, 5-16 MB of peak RSS (docs/benchmarks.md,
+// SST Tree-LSTM at batch 64, 5-16 MB of peak RSS (docs/notes/memory.md,
 // "Host memory mapped per block"). Under AddressSanitizer every block comes
 // from the heap, where it checks accesses past a block's end.
 #if defined(__SANITIZE_ADDRESS__)

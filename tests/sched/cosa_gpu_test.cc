@@ -81,7 +81,7 @@ TEST(CosaGpu, BadFactsAndNoGpu) {
 }
 
 // A small layer: on ResNet-50's own layers the MIP takes seconds on this
-// architecture's 16896-way fan-out (docs/benchmarks.md).
+// architecture's 16896-way fan-out (docs/notes/cosa-kernels.md).
 TEST(CosaGpu, CosaSchedulesALayerOnTheH200) {
   const Arch a = h200_arch();
   Problem p;

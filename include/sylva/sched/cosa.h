@@ -67,7 +67,7 @@ struct SolveLimits {
 /// cpu_objective's limits: gap 0.3 (a factor of e^0.3 = 1.35 on the
 /// objective's product), 0.9 s (the goal is a mapping within 1 s
 /// per layer; on the 2-core EPYC most ResNet-50 layers stop there rather
-/// than at the gap, docs/benchmarks.md).
+/// than at the gap, docs/notes/cosa-kernels.md).
 SolveLimits cpu_limits();
 
 struct Result {

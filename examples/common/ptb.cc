@@ -55,10 +55,17 @@ std::vector<Sentence> read_ptb(const std::string& path, Vocabulary& vocab, bool 
 PtbCorpus load_ptb(const std::string& dir) {
   PtbCorpus c;
   c.source = dir;
-  c.train = read_ptb((fs::path(dir) / "ptb.train.txt").string(), c.vocab, true);
+  // An empty split would train on nothing or divide by no tokens.
+  const auto split = [&](const char* name, bool grow) {
+    const std::string file = (fs::path(dir) / name).string();
+    std::vector<Sentence> sentences = read_ptb(file, c.vocab, grow);
+    SYLVA_CHECK(!sentences.empty(), "[ptb] ", file, " holds no sentences");
+    return sentences;
+  };
+  c.train = split("ptb.train.txt", true);
   c.vocab.set_unknown("<unk>");
-  c.valid = read_ptb((fs::path(dir) / "ptb.valid.txt").string(), c.vocab, false);
-  c.test = read_ptb((fs::path(dir) / "ptb.test.txt").string(), c.vocab, false);
+  c.valid = split("ptb.valid.txt", false);
+  c.test = split("ptb.test.txt", false);
   return c;
 }
 

@@ -36,6 +36,9 @@ RootAccuracy evaluate(Trainer& trainer, const TreeLstmModel& model, const std::v
 
 SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOptions& o, std::FILE* log) {
   SYLVA_CHECK(o.batch > 0 && o.epochs > 0, "[tree_lstm] batch and epochs must be positive");
+  SYLVA_CHECK(!tb.train.empty() && !tb.dev.empty() && !tb.test.empty(), "[tree_lstm] ", tb.source,
+              ": a split is empty (train ", tb.train.size(), ", dev ", tb.dev.size(), ", test ", tb.test.size(),
+              " trees); each needs at least one tree");
   TreeLstmConfig cfg = o.model;
   cfg.vocab = tb.vocab.size();
   ParameterSet ps(cfg.dtype, o.seed);

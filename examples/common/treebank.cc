@@ -30,9 +30,16 @@ Treebank load_sst(const std::string& dir) {
   Treebank tb;
   tb.source = dir;
   tb.vocab.set_unknown("<unk>");
-  tb.train = read_graphs(fs::path(dir) / "train.txt", tb.vocab, true);
-  tb.dev = read_graphs(fs::path(dir) / "dev.txt", tb.vocab, false);
-  tb.test = read_graphs(fs::path(dir) / "test.txt", tb.vocab, false);
+  // An empty split would train on nothing or score 0 of 0 and still exit 0.
+  const auto split = [&](const char* name, bool grow, const char* use) {
+    const fs::path file = fs::path(dir) / name;
+    std::vector<InputGraph> graphs = read_graphs(file, tb.vocab, grow);
+    SYLVA_CHECK(!graphs.empty(), "[sst] ", file.string(), " holds no trees: nothing to ", use);
+    return graphs;
+  };
+  tb.train = split("train.txt", true, "train on");
+  tb.dev = split("dev.txt", false, "choose the model on");
+  tb.test = split("test.txt", false, "test on");
   return tb;
 }
 

@@ -78,6 +78,18 @@ TEST_F(PtbReader, UnknownWordsOfOtherSplitsMapToUnk) {
   EXPECT_EQ(tokens_of(c.test[1], c.vocab), (Words{"c", "<unk>", "b", "<eos>"}));
 }
 
+TEST_F(PtbReader, AnEmptySplitIsAClearError) {
+  const std::string dir = dir_.string();
+  write("ptb.train.txt", "");
+  write("ptb.valid.txt", "a b\n");
+  write("ptb.test.txt", "b a\n");
+  std::string msg = test::error_of([&] { load_ptb(dir); });
+  EXPECT_CONTAINS(msg, "ptb.train.txt holds no sentences");
+  write("ptb.train.txt", "a b\n");
+  write("ptb.test.txt", "");
+  EXPECT_CONTAINS(test::error_of([&] { load_ptb(dir); }), "ptb.test.txt holds no sentences");
+}
+
 TEST_F(PtbReader, ClearErrors) {
   Vocabulary v;
   EXPECT_CONTAINS(test::error_of([&] { read_ptb((dir_ / "missing.txt").string(), v, true); }),

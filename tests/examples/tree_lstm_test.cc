@@ -3,7 +3,11 @@
 // synthetic treebank (structure-dependent labels).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "resume_check.h"
 #include "sentiment_eval.h"
@@ -113,6 +117,26 @@ TEST(TreeLstm, TrainingLoopResumesExactly) {
       check_resume(o, 2, "tree", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
   EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
   EXPECT_EQ(resumed.best_test.fine_correct, straight.best_test.fine_correct);
+}
+
+// An empty split is a clear error, not a run that trains on nothing and
+// reports 0 of 0.
+TEST(TreeLstm, AnEmptySplitIsAClearError) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("sylva_sst_empty_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "train.txt") << "";
+  std::ofstream(dir / "dev.txt") << "(3 (2 a) (3 good))\n";
+  std::ofstream(dir / "test.txt") << "(1 (2 a) (1 bad))\n";
+  EXPECT_CONTAINS(test::error_of([&] { load_sst(dir.string()); }), "train.txt holds no trees: nothing to train on");
+  std::ofstream(dir / "train.txt") << "(3 (2 a) (3 good))\n";
+  std::ofstream(dir / "test.txt") << "";
+  EXPECT_CONTAINS(test::error_of([&] { load_sst(dir.string()); }), "test.txt holds no trees: nothing to test on");
+  fs::remove_all(dir);
+  Treebank tb = synthetic_treebank(1, 4, 1, 1);
+  tb.train.clear();
+  EXPECT_CONTAINS(test::error_of([&] { train_sentiment(tb, SentimentTrainOptions{}, nullptr); }),
+                  "a split is empty (train 0, dev 1, test 1 trees)");
 }
 
 TEST(TreeLstm, SyntheticLabelsFollowTheCompositionRule) {

@@ -22,6 +22,9 @@ from example_util import find_dataset, format_duration
 def load_split(path, vocab, grow):
     """Trees of one split with per-vertex "words" (-1 at internal nodes); the training split grows the vocabulary."""
     trees = sylva.read_bracketed_trees(path)
+    if not trees:  # as the C++ example: no run that trains on nothing or scores 0 of 0
+        raise sylva.Error(f"[sst] {path} holds no trees: nothing to "
+                          + ("train on" if grow else "evaluate on"))
     for t in trees:
         t.graph.set_ids("words", vocab.add_all(t.tokens) if grow else vocab.ids(t.tokens))
     return [t.graph for t in trees]

@@ -29,6 +29,8 @@ def read_ptb(path, vocab, grow):
             if np.any(ids < 0):
                 raise sylva.Error(f"{path}:{line_no}: unknown word and the vocabulary has no <unk>")
             out.append(np.append(ids, np.int32(eos)))
+    if not out:
+        raise sylva.Error(f"[ptb] {path} holds no sentences")
     return out
 
 

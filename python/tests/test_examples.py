@@ -58,6 +58,21 @@ CASES = {
 }
 
 
+def test_python_example_reports_an_empty_split():
+    example = os.path.join(source_dir(), "python", "examples", "tree_lstm.py")
+    fixture = os.path.join(source_dir(), "tests", "examples", "fixtures", "sst_empty_train")
+    r = subprocess.run([sys.executable, example, "--data", fixture], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "train.txt holds no trees: nothing to train on" in r.stderr, r.stderr
+
+
+def test_python_var_lstm_reports_an_empty_split(tmp_path):
+    for name, text in (("ptb.train.txt", ""), ("ptb.valid.txt", "a b\n"), ("ptb.test.txt", "b a\n")):
+        (tmp_path / name).write_text(text)
+    example = os.path.join(source_dir(), "python", "examples", "var_lstm.py")
+    r = subprocess.run([sys.executable, example, "--data", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "ptb.train.txt holds no sentences" in r.stderr, r.stderr
+
+
 @needs_cpp
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_python_example_equals_the_cpp_example(case, sst_dir, tmp_path):

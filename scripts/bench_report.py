@@ -659,14 +659,14 @@ DIGEST_KEY = "bench_report sources"
 
 
 def digest(folders):
-    """sha256 over every file of the folders (names relative to benchmark-results)."""
+    """sha256 over every CSV of the folders (names relative to benchmark-results)."""
     import hashlib
     h = hashlib.sha256()
     for folder in folders:
         base = path_of(folder)
         for dirpath, dirnames, files in sorted(os.walk(base)):
             dirnames.sort()
-            for f in sorted(files):
+            for f in sorted(f for f in files if f.endswith(".csv")):
                 p = os.path.join(dirpath, f)
                 h.update(os.path.relpath(p, RESULTS).encode() + b"\0")
                 with open(p, "rb") as fh:

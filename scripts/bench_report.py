@@ -696,36 +696,145 @@ def png_text(path):
     return out
 
 
-def plot_dynet_tree_lstm(path):
+def bars(ax, groups, series, value, goal=None):
+    """Grouped bars: one group per entry of groups, one bar per series; value(group, series) or None.
+    goal(group) draws a dashed segment over the group."""
+    width = 0.8 / len(series)
+    for i, name in enumerate(series):
+        xs, ys = [], []
+        for j, g in enumerate(groups):
+            v = value(g, name)
+            if v is not None:
+                xs.append(j + (i - (len(series) - 1) / 2) * width)
+                ys.append(v)
+        ax.bar(xs, ys, width, label=str(name))
+    if goal:
+        for j, g in enumerate(groups):
+            ax.plot([j - 0.45, j + 0.45], [goal(g)] * 2, "k--", linewidth=1)
+    ax.set_xticks(range(len(groups)))
+
+
+def save_figure(fig, name, folders):
+    import matplotlib.pyplot as plt
+    fig.tight_layout()
+    path = os.path.join(FIGURES_DIR, name)
+    fig.savefig(path, dpi=110, metadata={"Description": DIGEST_KEY + " " + digest(folders)})
+    plt.close(fig)
+    return path
+
+
+def plot_dynet_tree_lstm():
     import matplotlib.pyplot as plt
     pts = dynet_points(DYNET_TREE_LSTM)
     hs, batches = sorted({k[3] for k in pts}), sorted({k[4] for k in pts})
-    series = sorted({(k[1], k[2]) for k in pts})
+    series = ["%s cell, %s" % c for c in sorted({(k[1], k[2]) for k in pts})]
+
+    def value(h):
+        def of(b, name):
+            cell, opt = name.split(" cell, ")
+            p = pts[("tree-lstm", cell, opt, h, b)]
+            return over(p["sylva"], p["dynet-autobatch"])
+        return of
+
     fig, axes = plt.subplots(1, len(hs), figsize=(5 * len(hs), 3.6), sharey=True)
-    width = 0.8 / len(series)
     for ax, h in zip(axes, hs):
-        for i, (cell, opt) in enumerate(series):
-            ys = [over(pts[("tree-lstm", cell, opt, h, b)]["sylva"], pts[("tree-lstm", cell, opt, h, b)]["dynet-autobatch"])
-                  for b in batches]
-            ax.bar([j + (i - (len(series) - 1) / 2) * width for j in range(len(batches))], ys, width,
-                   label="%s cell, %s" % (cell, opt))
-        for j, b in enumerate(batches):
-            ax.plot([j - 0.45, j + 0.45], [tree_lstm_goal(b)] * 2, "k--", linewidth=1)
-        ax.set_xticks(range(len(batches)))
+        bars(ax, batches, series, value(h), goal=tree_lstm_goal)
         ax.set_xticklabels(["batch %d" % b for b in batches])
         ax.set_title("h = d = %d, one core" % h)
         ax.axhline(1.0, color="grey", linewidth=0.5)
     axes[0].set_ylabel("Sylva / DyNet-autobatch, trees/s")
     axes[-1].legend(fontsize=8, loc="upper right")
     fig.suptitle("Tree-LSTM training on SST against DyNet (dashed: goal)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Description": DIGEST_KEY + " " + digest(DYNET_TREE_LSTM)})
-    plt.close(fig)
+    return save_figure(fig, "dynet_tree_lstm.png", DYNET_TREE_LSTM)
+
+
+def plot_dynet_lm_tree_fc():
+    import matplotlib.pyplot as plt
+    lm = dict(lm_rows())
+    fc = tree_fc_runs()
+    groups = ["%s %s" % (wl, sizes_text(cell)) for wl, cell in sorted({(k[0], k[1]) for k in lm}, reverse=True)]
+    groups.append("tree-fc 256 leaves")
+    batches = sorted({k[4] for k in lm})
+
+    def value(g, b):
+        if g.startswith("tree-fc"):
+            return statistics.median(over(p["sylva"], p["dynet-autobatch"]) for p in fc[b]) if b in fc else None
+        for (wl, cell, _, _, batch), p in lm.items():
+            if g == "%s %s" % (wl, sizes_text(cell)) and batch == b:
+                return over(p["sylva"], p["dynet-autobatch"])
+        return None
+
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    bars(ax, groups, ["batch %d" % b for b in batches], lambda g, name: value(g, int(name.split()[1])),
+         goal=lambda g: 1.2)
+    ax.set_xticklabels([g.replace(", ", "\n").replace(" ", "\n", 1) for g in groups], fontsize=8)
+    ax.axhline(1.0, color="grey", linewidth=0.5)
+    ax.set_ylabel("Sylva / DyNet-autobatch")
+    ax.legend(fontsize=8)
+    ax.set_title("Language models on PTB and Tree-FC against DyNet, one core, Adam (dashed: goal)", fontsize=10)
+    return save_figure(fig, "dynet_lm_tree_fc.png", DYNET_LM + DYNET_TREE_FC)
+
+
+def plot_dynet_memory():
+    import matplotlib.pyplot as plt
+    rows = read_rows(DYNET_MEMORY + "/memory.csv")
+    groups = ["%s cell, h = %s" % (r["cell"], r["hidden"]) for r in rows]
+    cols = [("Sylva peak RSS", "sylva_peak_rss_mb"), ("DyNet's smallest --dynet-mem", "dynet_smallest_pool_mb"),
+            ("DyNet peak RSS", "dynet_peak_rss_mb")]
+    by = dict(zip(groups, rows))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    bars(ax, groups, [c[0] for c in cols], lambda g, name: float(by[g][dict(cols)[name]]))
+    ax.set_xticklabels(groups, fontsize=8)
+    ax.set_ylabel("MB")
+    ax.legend(fontsize=8)
+    ax.set_title("Peak memory over an SST epoch, batch 64, Adam", fontsize=10)
+    return save_figure(fig, "dynet_memory.png", [DYNET_MEMORY])
+
+
+def plot_ios():
+    import matplotlib.pyplot as plt
+    rows = read_rows("ios-cpu/profile-batch1.csv")
+    variants = ["greedy", "ios-merge", "ios-parallel", "ios-both"]
+    groups = [g for g in IOS_NAMES if any(r["graph"] == g for r in rows)]
+
+    def value(g, v):
+        seq = next(r for r in rows if r["graph"] == g and r["variant"] == "sequential")
+        cands = [r for r in rows if r["graph"] == g and r["variant"] == v]
+        return float(seq["latency_ms"]) / min(float(r["latency_ms"]) for r in cands) if cands else None
+
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    bars(ax, groups, variants, value, goal=lambda g: 1.0)
+    ax.set_xticklabels([IOS_NAMES[g] for g in groups])
+    ax.set_ylabel("Sequential latency / variant's")
+    ax.legend(fontsize=8)
+    ax.set_title("IOS on two CPU cores, batch 1, profiled costs (dashed: Sequential)", fontsize=10)
+    return save_figure(fig, "ios_cpu.png", ["ios-cpu"])
+
+
+def plot_cosa():
+    import matplotlib.pyplot as plt
+    summary = cosa_summary()
+    groups = ["%s\n%s" % (NETS.get(x["net"], x["net"]), x["arch"]) for x in summary]
+    names = ["random-5", "best of 1000", "hybrid"]
+    by = dict(zip(groups, summary))
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    bars(ax, groups, names, lambda g, n: by[g]["cyc"][names.index(n)], goal=lambda g: 1.0)
+    ax.set_yscale("log")
+    ax.set_xticklabels(groups, fontsize=8)
+    ax.set_ylabel("baseline cycles / CoSA's (geomean)")
+    ax.legend(fontsize=8)
+    ax.set_title("CoSA's MIP against search, Timeloop model (dashed: equal)", fontsize=10)
+    return save_figure(fig, "cosa.png", [COSA])
 
 
 CAVS_FIGURES = ["fig8_batch_train.png", "fig8_batch_infer.png", "fig8_hidden_train.png",
                 "fig9_construction.png", "table1_epoch.png", "table2_movement.png"]
-FIGURES = {"dynet_tree_lstm.png": DYNET_TREE_LSTM}
+OWN_FIGURES = {"dynet_tree_lstm.png": (plot_dynet_tree_lstm, DYNET_TREE_LSTM),
+               "dynet_lm_tree_fc.png": (plot_dynet_lm_tree_fc, DYNET_LM + DYNET_TREE_FC),
+               "dynet_memory.png": (plot_dynet_memory, [DYNET_MEMORY]),
+               "ios_cpu.png": (plot_ios, ["ios-cpu"]),
+               "cosa.png": (plot_cosa, [COSA])}
+FIGURES = {name: folders for name, (_, folders) in OWN_FIGURES.items()}
 FIGURES.update({name: [CAVS] for name in CAVS_FIGURES})
 
 
@@ -739,8 +848,8 @@ def plots():
     plot_benchmarks.METADATA = {"Description": DIGEST_KEY + " " + digest([CAVS])}
     plot_benchmarks.note = lambda msg: None
     written = plot_benchmarks.make_figures(plot_benchmarks.read_all([path_of(CAVS)]), FIGURES_DIR)
-    plot_dynet_tree_lstm(os.path.join(FIGURES_DIR, "dynet_tree_lstm.png"))
-    for p in written + [os.path.join(FIGURES_DIR, "dynet_tree_lstm.png")]:
+    written += [draw() for draw, _ in OWN_FIGURES.values()]
+    for p in written:
         print("bench_report: drew %s" % os.path.relpath(p, ROOT))
 
 

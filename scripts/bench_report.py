@@ -132,8 +132,8 @@ def span(values):
 
 
 def rate(r):
-    return "%.1f (%.0f–%.0f)" % (float(r["samples_per_s"]), float(r["samples_per_s_min"]),
-                                 float(r["samples_per_s_max"]))
+    import dynet_table
+    return dynet_table.rate(r)
 
 
 def goal_text(value, goal):
@@ -498,17 +498,19 @@ def table_readme_ios():
 COSA = "cosa"
 
 
-def cosa_summary():
+def cosa_summary(rel=COSA):
+    """Per <net>_<arch>.csv of `sylva-cosa batch --csv` in rel (under benchmark-results, or absolute):
+    geomeans of baseline / CoSA for cycles and energy, CoSA's solve times, the hybrid budget."""
     import collections
     import math
     out = []
-    folder = path_of(COSA)
+    folder = path_of(rel)
     for f in sorted(os.listdir(folder)):
         if not f.endswith(".csv") or "_" not in f:
             continue
         net, arch = f[:-4].split("_", 1)
         by = collections.defaultdict(dict)
-        for r in read_rows(COSA + "/" + f):
+        for r in read_rows(os.path.join(rel, f)):
             by[r["layer"]][r["method"]] = r
 
         def geo(base, key):
@@ -522,20 +524,26 @@ def cosa_summary():
                         en=[geo(b, "energy_pj") for b in ("random", "best_of", "hybrid")],
                         secs=sum(secs) / len(secs), max_secs=max(secs), hybrid=hyb))
     if not out:
-        raise ReportError("no <net>_<arch>.csv in docs/benchmark-results/%s" % COSA)
+        raise ReportError("no <net>_<arch>.csv in %s" % folder)
     return out
 
 
 NETS = {"resnet50": "ResNet-50", "alexnet": "AlexNet", "vgg16": "VGG16"}
 
 
-def table_cosa():
+def cosa_markdown(rel=COSA):
+    """The geomean table of cosa_summary (also what scripts/cosa_bench.sh prints for its run)."""
     f = lambda x: ratio_text(x) if x else "–"
+    summary = cosa_summary(rel)
     rows = [[NETS.get(s["net"], s["net"]), s["arch"], str(s["layers"])] + [f(x) for x in s["cyc"]] + [f(x) for x in s["en"]] +
-            ["%.2f (%.2f)" % (s["secs"], s["max_secs"])] for s in cosa_summary()]
-    hyb = max(s["hybrid"] for s in cosa_summary())
+            ["%.2f (%.2f)" % (s["secs"], s["max_secs"])] for s in summary]
+    hyb = max(s["hybrid"] for s in summary)
     return md(["network", "arch", "layers", "cycles vs random-5", "vs best of 1000", "vs hybrid %.0f s" % hyb,
-               "energy vs random-5", "vs best of 1000", "vs hybrid %.0f s" % hyb, "CoSA s/layer (max)"], rows, right_from=2) + [
+               "energy vs random-5", "vs best of 1000", "vs hybrid %.0f s" % hyb, "CoSA s/layer (max)"], rows, right_from=2)
+
+
+def table_cosa():
+    return cosa_markdown() + [
         "", measured([COSA + "/machine.txt"], "SYLVA_DATA=../shared/data bash scripts/cosa_bench.sh",
                      "; geomean of baseline / CoSA over each network's distinct layers (> 1: CoSA's mapping is better), "
                      "all scored by Sylva's model of Timeloop")]
@@ -872,8 +880,12 @@ def main(argv):
     ap.add_argument("--check", action="store_true", help="fail on any difference instead of rewriting")
     ap.add_argument("--list", action="store_true", help="list the tables and what they read")
     ap.add_argument("--plots", action="store_true", help="redraw docs/figures from the baseline CSVs")
+    ap.add_argument("--cosa-summary", metavar="DIR", help="print the CoSA geomean table of a cosa_bench.sh output DIR")
     args = ap.parse_args(argv)
     try:
+        if args.cosa_summary:
+            print("\n".join(cosa_markdown(os.path.abspath(args.cosa_summary))))
+            return 0
         if args.list:
             for name, (_, sources) in TABLES.items():
                 print("%-24s %s" % (name, ", ".join("docs/benchmark-results/" + s for s in sources)))

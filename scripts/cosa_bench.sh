@@ -44,24 +44,4 @@ print("%-22s %12d %12d %10.2f %10.2f" % (d["layer"][:-5], cyc, mapper["cycles"],
 PY
 done | tee "$OUT/golden.txt"
 echo "== summary: geomean of baseline / CoSA (> 1: CoSA better), from $OUT/*.csv"
-python3 - "$OUT" <<'PY'
-import collections, csv, glob, math, os, sys
-print("| network | arch | layers | cycles vs random-5 | vs best of N | vs hybrid | energy vs random-5 | vs best of N "
-      "| vs hybrid | CoSA s/layer (max) | hybrid budget s |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.csv"))):
-    net, arch = os.path.basename(f)[:-4].split("_", 1)
-    by = collections.defaultdict(dict)
-    for r in csv.DictReader(open(f)):
-        by[r["layer"]][r["method"]] = r
-    def geo(base, key):
-        logs = [math.log(float(m[base][key]) / float(m["cosa"][key])) for m in by.values()
-                if m[base]["found"] == "1" and m["cosa"]["found"] == "1"]
-        return "%.2fx" % math.exp(sum(logs) / len(logs)) if logs else "-"
-    secs = [float(m["cosa"]["seconds"]) for m in by.values()]
-    hyb = max(float(m["hybrid"]["seconds"]) for m in by.values())
-    print("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %.2f (%.2f) | %.0f |" % (
-        net, arch, len(by), geo("random", "cycles"), geo("best_of", "cycles"), geo("hybrid", "cycles"),
-        geo("random", "energy_pj"), geo("best_of", "energy_pj"), geo("hybrid", "energy_pj"),
-        sum(secs) / len(secs), max(secs), hyb))
-PY
+python3 scripts/bench_report.py --cosa-summary "$OUT"

@@ -1,6 +1,6 @@
 // Token files (PTB): one sequence per line, whitespace separated.
 #include "fuzz_util.h"
-#include "sylva/runtime/readers.h"
+#include "sylva/train/readers.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = sylva::fuzz::as_file(data, size, ".tokens");

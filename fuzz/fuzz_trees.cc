@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "sylva/runtime/readers.h"
+#include "sylva/train/readers.h"
 
 namespace {
 

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "example_util.h"
+#include "optimisation_flags.h"
 #include "gemm_replay.h"
 #include "sentiment_training.h"
 #include "tree_lstm_model.h"
@@ -34,42 +35,6 @@ using sylva::bench::GemmReplay;
 using sylva::bench::RecordedGemm;
 using sylva::bench::recorded_gemm;
 using Clock = std::chrono::steady_clock;
-
-// Boolean ExecutorOptions ablations, one line each: the flag sets `field` to `value`.
-struct Ablation {
-  const char* flag;
-  const char* name;
-  bool ExecutorOptions::*field;
-  bool value;
-  const char* help;
-};
-constexpr Ablation kAblations[] = {
-    {"--no-skip-zero-work", "skip_zero_work", &ExecutorOptions::skip_zero_work, false,
-     "Also run the work ExecutorOptions::skip_zero_work skips (zero children, zero pulled rows)"},
-    {"--no-lazy", "lazy_param_grads", &ExecutorOptions::lazy_param_grads, false,
-     "Parameter-gradient GEMMs of F per task (ExecutorOptions::lazy_param_grads off)"},
-    {"--no-eager", "eager_batching", &ExecutorOptions::eager_batching, false,
-     "Input projections and their gradients per task (ExecutorOptions::eager_batching off)"},
-    {"--no-fusion", "fusion", &ExecutorOptions::fusion, false,
-     "Elementwise ops one by one (ExecutorOptions::fusion off)"},
-    {"--no-trim-fused-zeros", "trim_fused_zeros", &ExecutorOptions::trim_fused_zeros, false,
-     "Fused groups run whole where an input is known zero (ExecutorOptions::trim_fused_zeros off)"},
-    {"--no-row-windows", "row_windows", &ExecutorOptions::row_windows, false,
-     "Gathers and slices into values of their own before concat / gather gradients (ExecutorOptions::row_windows off)"},
-    {"--no-task-local", "task_local_values", &ExecutorOptions::task_local_values, false,
-     "Values read only inside their task kept for the whole minibatch (ExecutorOptions::task_local_values off)"},
-    {"--no-direct-selection", "direct_row_selection", &ExecutorOptions::direct_row_selection, false,
-     "Rows selected from a vertex function's output in vertex order first (ExecutorOptions::direct_row_selection off)"},
-    {"--no-children-in-place", "children_in_place", &ExecutorOptions::children_in_place, false,
-     "Children's messages copied into concats even where consecutive (ExecutorOptions::children_in_place off)"},
-    {"--no-lend-arenas", "lend_forward_arenas", &ExecutorOptions::lend_forward_arenas, false,
-     "Values of dF in arenas of their own, not in those of F's values dead after its loop "
-     "(ExecutorOptions::lend_forward_arenas off)"},
-    {"--no-pull-from-table", "pull_from_table", &ExecutorOptions::pull_from_table, false,
-     "A lookup's rows laid out in vertex order before F pulls them (ExecutorOptions::pull_from_table off)"},
-    {"--no-streaming", "streaming", &ExecutorOptions::streaming, false,
-     "Work outside the task loop on the calling thread (ExecutorOptions::streaming off)"},
-};
 
 struct Options {
   std::vector<int64_t> hiddens{150, 512};
@@ -412,7 +377,8 @@ int run(const Options& o) {
   backend_for(Device::cpu()).set_threads(o.threads);
   const SentimentTrainOptions so;
   std::string exec;
-  for (const Ablation& a : kAblations) exec += std::string(" ") + a.name + "=" + (o.executor.*a.field ? "on" : "off");
+  for (const OptimisationInfo& i : optimisation_table())
+    exec += std::string(" ") + std::string(i.name) + "=" + (o.executor.on(i.id) ? "on" : "off");
   std::printf("# bench_roofline: Tree-LSTM on SST train (%s), %zu of %zu trees (shuffled, seed %lu), %zu "
               "minibatches of <= %ld trees, %ld vertices per epoch; d=%ld, %d thread(s), %d repeats\n",
               tb.source.c_str(), tb.train.size(), total, static_cast<unsigned long>(o.seed), batches.size(),
@@ -427,7 +393,7 @@ int run(const Options& o) {
                         {"minibatches", batches.size()}, {"vertices", vertices}, {"batch", o.batch},
                         {"threads", o.threads}, {"repeats", o.repeats}, {"seed", o.seed},
                         {"dropout", so.model.dropout}, {"optimizer", so.optimizer}, {"lr", so.lr}, {"l2", so.l2}};
-  for (const Ablation& a : kAblations) out["executor_options"][a.name] = o.executor.*a.field;
+  for (const OptimisationInfo& i : optimisation_table()) out["executor_options"][std::string(i.name)] = o.executor.on(i.id);
   out["reference_gemm"] = reference_gemm(o.repeats);
   out["runs"] = nlohmann::json::array();
   for (int64_t h : o.hiddens) out["runs"].push_back(run_hidden(tb, batches, h, o));
@@ -452,7 +418,6 @@ int run(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
-  std::array<bool, std::size(kAblations)> ablate{};
   CLI::App app{"How close Tree-LSTM training on SST gets to its GEMM kernel's rate at the same shapes"};
   app.add_option("--hidden", o.hiddens, "Tree-LSTM memory sizes h")->capture_default_str()->delimiter(',');
   app.add_option("--embed", o.embed, "Word vector size d")->capture_default_str();
@@ -464,14 +429,13 @@ int main(int argc, char** argv) {
   app.add_option("--data", o.data, "Directory holding sst/ (default: $SYLVA_DATA, else shared/data found upwards)");
   app.add_option("--seed", o.seed, "Seed of parameters, shuffling and dropout")->capture_default_str();
   app.add_option("--json", o.json, "Also write the results here");
-  for (size_t i = 0; i < std::size(kAblations); ++i) app.add_flag(kAblations[i].flag, ablate[i], kAblations[i].help);
+  const OptimisationFlags ablation(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;  // --help is 0; every bad option exits with 1
   }
-  for (size_t i = 0; i < std::size(kAblations); ++i)
-    if (ablate[i]) o.executor.*kAblations[i].field = kAblations[i].value;
+  o.executor.optimisations = ablation.chosen();
   try {
     return run(o);
   } catch (const Error& e) {

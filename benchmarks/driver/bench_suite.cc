@@ -31,6 +31,7 @@
 #include <sstream>
 
 #include "core_latency.h"
+#include "optimisation_flags.h"
 #include "strategy.h"
 #if SYLVA_HAVE_TORCH
 #include "torch_strategies.h"
@@ -70,11 +71,8 @@ struct Options {
   uint64_t seed = 1;
   bool float64 = false;
   bool list = false;
-  bool no_skip_zero_work = false, no_lazy = false, no_eager = false, no_fusion = false, no_streaming = false,
-       no_row_windows = false, no_task_local = false,
-       no_direct_selection = false, no_pull_from_table = false, no_children_in_place = false,
-       no_trim_fused_zeros = false, no_lend_arenas = false;
-  bool projection_in_cell = false, per_gate = false, no_ios = false;
+  Optimisations optimisations = Optimisations::all();  // sylva's (the --no-* ablation flags)
+  bool projection_in_cell = false, per_gate = false;
   std::string cell = "tai";
   std::string optimizer = "none";
   double lr = 0.001;
@@ -166,14 +164,7 @@ nlohmann::json to_json(const Row& r) {
 }
 
 StrategyOptions strategy_options(const Options& o) {
-  return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .skip_zero_work = !o.no_skip_zero_work,
-                       .lazy_param_grads = !o.no_lazy, .eager_batching = !o.no_eager, .fusion = !o.no_fusion,
-                       .trim_fused_zeros = !o.no_trim_fused_zeros,
-                       .row_windows = !o.no_row_windows,
-                       .task_local_values = !o.no_task_local, .children_in_place = !o.no_children_in_place,
-                       .lend_forward_arenas = !o.no_lend_arenas,
-                       .direct_row_selection = !o.no_direct_selection,
-                       .pull_from_table = !o.no_pull_from_table, .streaming = !o.no_streaming, .ios = !o.no_ios},
+  return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .optimisations = o.optimisations},
           .measure_movement = o.measure_movement, .optimizer = o.optimizer, .lr = o.lr};
 }
 
@@ -524,33 +515,10 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "parameter initialisation and shuffling")->capture_default_str();
   app.add_flag("--float64", o.float64, "run in double precision");
   app.add_flag("--list", o.list, "print the strategies available for --workload and exit");
-  app.add_flag("--no-skip-zero-work", o.no_skip_zero_work, "sylva: switch off skipping zero work (ablation)");
-  app.add_flag("--no-row-windows", o.no_row_windows,
-               "sylva: gather and slice into values of their own around concats and gather gradients (ablation)");
-  app.add_flag("--no-task-local", o.no_task_local,
-               "sylva: keep every per-vertex value for the whole minibatch, task-local ones too (ablation)");
-  app.add_flag("--no-direct-selection", o.no_direct_selection,
-               "sylva: lay a vertex function's output out in vertex order before selecting rows of it (ablation)");
-  app.add_flag("--no-trim-fused-zeros", o.no_trim_fused_zeros,
-               "sylva: run a fused group whole in tasks where some of its inputs are known zero (ablation)");
-  app.add_flag("--no-children-in-place", o.no_children_in_place,
-               "sylva: copy children's messages into concats and their gradients back even where they are "
-               "consecutive rows (ablation)");
-  app.add_flag("--no-lend-arenas", o.no_lend_arenas,
-               "sylva: give dF's per-vertex values arenas of their own instead of those of F's values nothing "
-               "reads after F's loop (ablation)");
-  app.add_flag("--no-pull-from-table", o.no_pull_from_table,
-               "sylva: lay a lookup's rows out in vertex order before a vertex function pulls them (ablation)");
-  app.add_flag("--no-lazy", o.no_lazy, "sylva: switch off lazy batching of parameter gradients (ablation)");
-  app.add_flag("--no-eager", o.no_eager, "sylva: switch off eager batching (ablation)");
-  app.add_flag("--no-fusion", o.no_fusion, "sylva: switch off fusion of elementwise ops (ablation)");
-  app.add_flag("--no-streaming", o.no_streaming,
-               "sylva: run the work outside the task loop on the calling thread (ablation)");
   app.add_flag("--projection-in-cell", o.projection_in_cell,
                "LSTMs, sylva only: write x·W + b inside the vertex function instead of the program");
   app.add_flag("--per-gate", o.per_gate,
                "Tree-LSTM and LSTMs, sylva only: write the cell gate by gate (one matmul per gate; IOS merges them)");
-  app.add_flag("--no-ios", o.no_ios, "sylva: run F and its gradient as written, without IOS plans (ablation)");
   app.add_option("--cell", o.cell, "tree-lstm: tai (Tai et al., five gates) | dynet (the DyNet benchmarks' cell)")
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer,
@@ -562,8 +530,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--csv", o.csv, "write rows as CSV");
   app.add_option("--json", o.json, "write rows as JSON");
+  const sylva::examples::OptimisationFlags ablation(app, "sylva: ");
   CLI11_PARSE(app, argc, argv);
   try {
+    o.optimisations = ablation.chosen();
     return run(o);
   } catch (const sylva::Error& e) {
     std::fprintf(stderr, "bench_suite: %s\n", e.what());

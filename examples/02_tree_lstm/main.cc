@@ -7,6 +7,7 @@
 
 #include "command_line.h"
 #include "example_util.h"
+#include "optimisation_flags.h"
 #include "sentiment_training.h"
 
 using namespace sylva;
@@ -60,8 +61,10 @@ int main(int argc, char** argv) {
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   DistributedFlags distributed;
   add_distributed_flags(app, distributed);
+  const OptimisationFlags ablation(app);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
+    o.optimisations = ablation.chosen();
     const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
     o.comm = comm.get();
     o.deterministic = distributed.deterministic;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "example_util.h"
+#include "optimisation_flags.h"
 #include "command_line.h"
 #include "tree_fc_model.h"
 
@@ -61,9 +62,11 @@ int main(int argc, char** argv) {
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   app.add_flag("--classify-all-rows", all_rows,
                "Run the classifier on every vertex, not only the labelled roots (the ablation of select_rows)");
+  const OptimisationFlags ablation(app);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   cfg.select_labelled = !all_rows;
   try {
+    const Optimisations optimisations = ablation.chosen();
     SYLVA_CHECK(leaves >= 1 && (leaves & (leaves - 1)) == 0, "[tree_fc] --leaves must be a power of two, got ",
                 leaves);
     SYLVA_CHECK(epochs >= 0, "[tree_fc] --epochs must be >= 0, got ", epochs);
@@ -82,7 +85,7 @@ int main(int argc, char** argv) {
     TreeFcModel model(ps, cfg);
     Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
                     {.executor = {.policy = pol, .device = Device::parse(device), .seed = seed, .threads = threads,
-                                  .check_numerics = check_numerics}});
+                                  .optimisations = optimisations, .check_numerics = check_numerics}});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "

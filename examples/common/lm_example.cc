@@ -6,6 +6,7 @@
 
 #include "command_line.h"
 #include "example_util.h"
+#include "optimisation_flags.h"
 #include "lm_training.h"
 #include "ptb.h"
 
@@ -68,8 +69,10 @@ int lm_example_main(int argc, char** argv, LmSamples samples) {
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   DistributedFlags distributed;
   add_distributed_flags(app, distributed);
+  const OptimisationFlags ablation(app);
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
+    o.optimisations = ablation.chosen();
     const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
     o.comm = comm.get();
     o.deterministic = distributed.deterministic;

@@ -42,6 +42,7 @@ struct LmTrainOptions {
   double progress_seconds = 10.0;
   bool profile = false;  // print where the training time went after every epoch (sylva::Profiler)
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
+  Optimisations optimisations = Optimisations::all();  // ExecutorOptions::optimisations (--no-* ablations)
   std::string name = "lm";  // prefixes log lines
   /// Data-parallel training (docs/distributed.md): every rank calls train_lm
   /// with the same options; rank 0 logs and writes the checkpoint. null:

@@ -33,7 +33,7 @@ struct LstmLmConfig {
   /// measuring eager batching.
   bool projection_in_cell = false;
   /// Write h·U gate by gate (h·U_g, U_g a column slice of U; with
-  /// projection_in_cell also x·W_g): IOS merges them back (ExecutorOptions::ios).
+  /// projection_in_cell also x·W_g): IOS merges them back (Optimisation::ios).
   bool per_gate = false;
 };
 

@@ -35,7 +35,7 @@ struct TreeLstmConfig {
   /// Write the cell gate by gate, x·W_g + [h_l; h_r]·U_g + b_g with W_g,
   /// U_g, b_g column slices of W, U, b (same parameters, same results), as
   /// a user who does not stack the gate weights would: IOS merges the ten
-  /// matmuls back into two (ExecutorOptions::ios).
+  /// matmuls back into two (Optimisation::ios).
   bool per_gate = false;
   TreeLstmCell cell = TreeLstmCell::tai;
 };

@@ -48,14 +48,14 @@
 
 // runtime
 #include "sylva/runtime/executor.h"
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/input_graph.h"
 #include "sylva/runtime/param_store.h"
 #include "sylva/runtime/profiler.h"
-#include "sylva/runtime/readers.h"
+#include "sylva/train/readers.h"
 #include "sylva/runtime/schedule.h"
-#include "sylva/runtime/vocabulary.h"
+#include "sylva/train/vocabulary.h"
 
 // train
 #include "sylva/dist/communicator.h"

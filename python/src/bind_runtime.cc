@@ -181,33 +181,59 @@ void bind_executor_options(nb::module_& m) {
                    })
       .def_rw("r", &ios::Options::r)
       .def_rw("s", &ios::Options::s);
-  nb::class_<ExecutorOptions>(m, "ExecutorOptions", "See sylva/runtime/executor.h: each field is documented there.")
+  auto options = nb::class_<ExecutorOptions>(m, "ExecutorOptions",
+                                             "See sylva/runtime/options.h: each field and optimisation is documented "
+                                             "there. One boolean property per optimisation (sylva.optimisations()); "
+                                             "setting one False also turns off what needs it.")
       .def("__init__", [](ExecutorOptions* o, const nb::kwargs& kw) {
              nb::object tmp = nb::cast(ExecutorOptions{});
              apply_kwargs(tmp, kw, "ExecutorOptions");
              new (o) ExecutorOptions(nb::cast<ExecutorOptions>(tmp));
-           }, "Keyword arguments set the fields: ExecutorOptions(policy='serial', seed=3).")
+           }, "Keyword arguments set the fields: ExecutorOptions(policy='serial', seed=3, fusion=False).")
+      .def_static("reference", &ExecutorOptions::reference, "Every optimisation off: the correctness oracle.")
+      .def("validate", &ExecutorOptions::validate, "Raises naming every conflict (an optimisation without one it needs).")
+      .def("to_text", &ExecutorOptions::to_text)
+      .def("__repr__", &ExecutorOptions::to_text)
       .def_prop_rw("policy", [](const ExecutorOptions& o) { return std::string(o.policy == BatchingPolicy::Bfs ? "bfs" : "serial"); },
                    [](ExecutorOptions& o, const std::string& p) { o.policy = parse_policy(p); })
       .def_rw("device", &ExecutorOptions::device)
       .def_rw("seed", &ExecutorOptions::seed)
       .def_rw("threads", &ExecutorOptions::threads)
-      .def_rw("skip_zero_work", &ExecutorOptions::skip_zero_work)
-      .def_rw("lazy_param_grads", &ExecutorOptions::lazy_param_grads)
-      .def_rw("eager_batching", &ExecutorOptions::eager_batching)
-      .def_rw("fusion", &ExecutorOptions::fusion)
-      .def_rw("trim_fused_zeros", &ExecutorOptions::trim_fused_zeros)
-      .def_rw("lend_forward_arenas", &ExecutorOptions::lend_forward_arenas)
-      .def_rw("row_windows", &ExecutorOptions::row_windows)
-      .def_rw("task_local_values", &ExecutorOptions::task_local_values)
-      .def_rw("direct_row_selection", &ExecutorOptions::direct_row_selection)
-      .def_rw("pull_from_table", &ExecutorOptions::pull_from_table)
-      .def_rw("children_in_place", &ExecutorOptions::children_in_place)
-      .def_rw("streaming", &ExecutorOptions::streaming)
-      .def_rw("ios", &ExecutorOptions::ios)
       .def_rw("ios_options", &ExecutorOptions::ios_options)
       .def_rw("check_numerics", &ExecutorOptions::check_numerics)
       .def_rw("memory_budget_bytes", &ExecutorOptions::memory_budget_bytes);
+  // The optimisations' keywords, generated from the one table: True puts
+  // one on (validate() then checks what it needs), False takes it off with
+  // what needs it.
+  for (const OptimisationInfo& i : optimisation_table()) {
+    const Optimisation id = i.id;
+    options.def_prop_rw(
+        i.name.data(), [id](const ExecutorOptions& o) { return o.on(id); },
+        [id](ExecutorOptions& o, bool on) {
+          if (on)
+            o.optimisations = o.optimisations.with({id});
+          else
+            o = o.without(id);
+        },
+        i.help.data());
+  }
+  m.def("optimisations", [] {
+    std::vector<nb::dict> rows;
+    for (const OptimisationInfo& i : optimisation_table()) {
+      nb::dict d;
+      d["name"] = std::string(i.name);
+      d["flag"] = std::string(i.flag);
+      d["group"] = std::string(i.group);
+      std::vector<std::string> needs;
+      for (const OptimisationInfo& j : optimisation_table())
+        if (i.needs.has(j.id)) needs.emplace_back(j.name);
+      d["needs"] = needs;
+      d["help"] = std::string(i.help);
+      rows.push_back(d);
+    }
+    return rows;
+  }, "The executor's optimisations: name (the ExecutorOptions keyword), flag (the examples' --no-* flag), group, "
+     "needs and help, from the one table in sylva/runtime/options.h.");
 }
 
 Mode parse_mode(const std::string& m) {

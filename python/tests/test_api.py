@@ -214,6 +214,29 @@ def test_options_as_keyword_arguments():
         sylva.Trainer(p, ps, loss, sylva.Sgd(), bogus=1)
 
 
+def test_optimisations_come_from_one_table():
+    rows = sylva.optimisations()
+    names = [r["name"] for r in rows]
+    assert "fusion" in names and "trim_fused_zeros" in names and len(set(names)) == len(names)
+    default, reference = sylva.ExecutorOptions(), sylva.ExecutorOptions.reference()
+    for r in rows:  # every row is a keyword, on by default, off in the reference
+        assert getattr(default, r["name"]) is True and getattr(reference, r["name"]) is False
+        assert r["flag"].startswith("--no-")
+    trim = next(r for r in rows if r["name"] == "trim_fused_zeros")
+    assert set(trim["needs"]) == {"fusion", "skip_zero_work"}
+    # False takes what needs it off too; True on its own leaves a conflict validate() names.
+    o = sylva.ExecutorOptions(fusion=False)
+    assert o.trim_fused_zeros is False and o.skip_zero_work is True
+    o.validate()
+    o.trim_fused_zeros = True
+    with pytest.raises(sylva.Error, match="trim_fused_zeros is on but needs fusion"):
+        o.validate()
+    ps, _, p, _, _ = tiny_tree_model()
+    with pytest.raises(sylva.Error, match="trim_fused_zeros is on but needs fusion"):
+        sylva.Executor(p, ps, o)
+    assert "fusion: off" in reference.to_text()
+
+
 def test_task_local_values_hold_less_and_change_nothing():
     held, losses = [], []
     for task_local in (True, False):

@@ -1,4 +1,4 @@
-// Children in place (ExecutorOptions::children_in_place): where every
+// Children in place (Optimisation::children_in_place): where every
 // parent's children sit in consecutive rows in slot order, and parents in
 // row order have consecutive children blocks (complete trees in BFS order:
 // Cavs's contiguous blocks), F's concat of the gathered messages is a view
@@ -21,7 +21,7 @@ using ir::OpKind;
 // gather gradients of slot k, for every slot once.
 void VertexRunner::find_children_blocks() {
   const int64_t S = plan_->gather_slots;
-  if (!windows_ || !options_.children_in_place || plan_->gathers_all || S < 1 ||
+  if (!windows_ || !options_.on(Optimisation::children_in_place) || plan_->gathers_all || S < 1 ||
       plan_->scatter_source == ir::kNoNode)
     return;
   const plan::GraphPlan& f = plan_->forward;
@@ -66,7 +66,7 @@ void VertexRunner::find_children_blocks() {
 // consecutive rows consecutive too (child_base_: row r's first child row).
 void VertexRunner::plan_children_blocks() {
   children_blocks_ = false;
-  if (grad_block_ == ir::kNoNode || !write_message_grads_ || !options_.skip_zero_work) return;
+  if (grad_block_ == ir::kNoNode || !write_message_grads_ || !options_.on(Optimisation::skip_zero_work)) return;
   const auto S = static_cast<int32_t>(plan_->gather_slots);
   const int64_t rows = schedule_->num_rows();
   child_base_.assign(static_cast<size_t>(rows), -1);

@@ -26,7 +26,7 @@ using ir::OpKind;
 struct Executor::Impl {
   Impl(const Program& p, ParameterSet& ps, ExecutorOptions o)
       : program(p),
-        options(o),
+        options((o.validate(), o)),
         backend(o.backend ? *o.backend : backend_for(o.device)),
         store(ps, backend) {
     if (o.threads > 0) backend.set_threads(o.threads);
@@ -51,14 +51,9 @@ struct Executor::Impl {
         SYLVA_CHECK(prm.value.shape() == n.attrs.shape, "[executor] parameter '", n.attrs.name, "' has shape ",
                     prm.value.shape().str(), " but the program was built with ", n.attrs.shape.str());
       } else if (n.op == OpKind::Apply) {
-        runners[n.id] = std::make_unique<VertexRunner>(plans.get(n.attrs.body, plan_options()), backend, store,
-                                                       detail::RunnerOptions{options.skip_zero_work, streaming(),
-                                                                             options.check_numerics,
-                                                                             options.row_windows,
-                                                                             options.task_local_values,
-                                                                             options.children_in_place,
-                                                                             options.trim_fused_zeros,
-                                                                             options.lend_forward_arenas});
+        runners[n.id] = std::make_unique<VertexRunner>(
+            plans.get(n.attrs.body, plan_options()), backend, store,
+            detail::RunnerOptions{options.optimisations, streaming(), options.check_numerics});
       } else if (n.op == OpKind::SelectRows) {
         const Node& ids = g.node(n.inputs[1]);
         SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",
@@ -71,10 +66,12 @@ struct Executor::Impl {
   }
 
   plan::PlanOptions plan_options() const {
-    return {.eager_batching = options.eager_batching, .lazy_param_grads = options.lazy_param_grads,
-            .fusion = options.fusion, .ios = options.ios ? std::optional(options.ios_options) : std::nullopt,
-            .direct_row_selection = options.direct_row_selection, .pull_from_table = options.pull_from_table,
-            .push_from_message = options.row_windows && backend.has_row_windows()};
+    using O = Optimisation;
+    return {.eager_batching = options.on(O::eager_batching), .lazy_param_grads = options.on(O::lazy_param_grads),
+            .fusion = options.on(O::fusion), .ios = options.on(O::ios) ? std::optional(options.ios_options) : std::nullopt,
+            .direct_row_selection = options.on(O::direct_row_selection),
+            .pull_from_table = options.on(O::pull_from_table),
+            .push_from_message = options.on(O::row_windows) && backend.has_row_windows()};
   }
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
@@ -83,7 +80,7 @@ struct Executor::Impl {
   // device that takes calls from one thread (CUDA) streams on its second
   // lane instead.
   bool streaming() const {
-    if (!options.streaming) return false;
+    if (!options.on(Optimisation::streaming)) return false;
     if (!backend.concurrent_calls()) return backend.lanes() > 1;
     const int gemm_threads = std::max(options.threads, 1);
     return gemm_threads < usable_cpu_cores();

@@ -1,4 +1,4 @@
-// Lent arenas (ExecutorOptions::lend_forward_arenas): some values of F keep
+// Lent arenas (Optimisation::lend_forward_arenas): some values of F keep
 // a row per vertex although nothing reads them once F's task loop is done --
 // a product computed before the loop for every row (x·W of a Tree-LSTM,
 // read only by its task's fused gate group) is the common case. ∂F runs
@@ -27,7 +27,7 @@ using plan::Home;
 void VertexRunner::pair_lent_arenas() {
   const plan::GraphPlan &f = plan_->forward, &b = plan_->backward;
   lender_.assign(b.graph->size(), ir::kNoNode);
-  if (!options_.lend_forward_arenas) return;
+  if (!options_.on(Optimisation::lend_forward_arenas)) return;
   std::vector<uint8_t> kept(f.graph->size(), 0);
   for (const Node& n : b.graph->nodes())
     if (b.home[static_cast<size_t>(n.id)] == Home::forward) kept[static_cast<size_t>(n.attrs.ref)] = 1;

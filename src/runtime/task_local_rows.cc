@@ -1,4 +1,4 @@
-// Task-local values (ExecutorOptions::task_local_values) sized by the
+// Task-local values (Optimisation::task_local_values) sized by the
 // largest task that writes them. A task-local value lives in one block that
 // every task of the loop reuses; a block the size of the largest task of
 // the schedule is more than most need. The largest task of a batch of trees
@@ -37,12 +37,12 @@ void VertexRunner::size_task_local() {
     std::fill(v->local_rows.begin(), v->local_rows.end(), 0);
     // Without skipping zero work, or with a group whose members run one
     // by one (their zero inputs then get rows of zeros), every task writes.
-    const bool all = !options_.skip_zero_work ||
+    const bool all = !options_.on(Optimisation::skip_zero_work) ||
                      std::find(v->group_failed.begin(), v->group_failed.end(), 1) != v->group_failed.end();
     for (size_t i = 0; i < v->arena.size(); ++i)
       if (all && task_local(*v, i)) v->local_rows[i] = task_rows_;
   }
-  if (!options_.skip_zero_work) return;
+  if (!options_.on(Optimisation::skip_zero_work)) return;
   std::vector<std::pair<Values*, size_t>> open;  // task-local values still below the largest task
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)

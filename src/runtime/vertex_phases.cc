@@ -17,7 +17,7 @@ using plan::Phase;
 void VertexRunner::phase_states(Values& v, const std::vector<NodeId>& nodes, size_t first, size_t end, Lane& lane) {
   const size_t T = end - first;
   lane.state.assign(nodes.size() * T, TaskState::run);
-  for (size_t ti = first; ti < end && options_.skip_zero_work; ++ti) {
+  for (size_t ti = first; ti < end && options_.on(Optimisation::skip_zero_work); ++ti) {
     task_flags(ti, v.backward, lane);
     const std::vector<uint8_t>& zero = v.backward ? lane.zero_b : lane.zero_f;
     for (size_t k = 0; k < nodes.size(); ++k) {
@@ -73,7 +73,7 @@ void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* o
                             Lane& lane) {
   const auto& tasks = schedule_->tasks;
   const Node& n = v.plan->graph->node(plan_->pull);
-  const bool skip = options_.skip_zero_work;
+  const bool skip = options_.on(Optimisation::skip_zero_work);
   const bool leave = skip && v.unwritten[n.id];
   for (size_t i = first; i < end;) {
     const bool unused = leave && absence_[i].pull_grad_unused;
@@ -129,7 +129,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
   step_ = ctx.step;
   const auto& tasks = schedule_->tasks;
   const size_t T = tasks.size();
-  const bool skip = options_.skip_zero_work;
+  const bool skip = options_.on(Optimisation::skip_zero_work);
   // Streaming: the work before the loop runs on the side queue, chunk by
   // chunk, and each task waits only for its own chunk.
   const std::vector<size_t> bounds = stream_chunks(false, fwd_.plan->pre);
@@ -182,7 +182,7 @@ void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_
   d_pushed_ = d_pushed;
   d_pushed_rows_ = d_pushed_rows;
   task_push_zero_.assign(schedule_->tasks.size(), 0);
-  if (options_.skip_zero_work && !d_pushed_rows.empty())  // rows -1 read no pushed gradient
+  if (options_.on(Optimisation::skip_zero_work) && !d_pushed_rows.empty())  // rows -1 read no pushed gradient
     for (size_t ti = 0; ti < task_push_zero_.size(); ++ti) {
       const auto rows = d_pushed_rows.subspan(static_cast<size_t>(schedule_->tasks[ti].offset),
                                               static_cast<size_t>(schedule_->tasks[ti].bs));
@@ -203,7 +203,7 @@ void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_
   try {
     size_t chunk = 1;
     for (size_t ti = T; ti-- > 0;) {
-      if (options_.skip_zero_work) task_flags(ti, true, main_);
+      if (options_.on(Optimisation::skip_zero_work)) task_flags(ti, true, main_);
       for (int32_t u : bwd_.plan->order) run_unit(bwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
       if (tick) (*tick)();
       if (stream && ti == bounds[chunk]) {

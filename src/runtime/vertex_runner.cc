@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "numerics.h"
-#include "sylva/passes/fusion.h"
 #include "sylva/core/error.h"
 #include "sylva/core/log.h"
 
@@ -53,7 +52,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
       backend_(backend),
       params_(params),
       options_(options),
-      windows_(options.row_windows && backend.has_row_windows()) {
+      windows_(options.on(Optimisation::row_windows) && backend.has_row_windows()) {
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) {
       if (p->home[static_cast<size_t>(n.id)] == Home::param) params_.value(n.attrs.name);  // throws early if missing
@@ -87,7 +86,7 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
   v.arena.resize(g.size());
   v.fixed = make_value_buffers(g.size(), backend_.memory());
   v.group_failed.assign(p.fused.size(), 0);
-  v.trimmed.assign(p.fused.size(), {});
+  v.trimmed = plan::TrimmedPrograms(p);
   v.inside_group.assign(g.size(), -1);
   for (size_t k = 0; k < p.fused.size(); ++k)
     for (NodeId m : p.fused[k].members)
@@ -173,7 +172,7 @@ bool VertexRunner::materialized(const Values& v, size_t i) const {
 }
 
 bool VertexRunner::task_local(const Values& v, size_t i) const {
-  return options_.task_local_values && v.plan->task_local[i];
+  return options_.on(Optimisation::task_local_values) && v.plan->task_local[i];
 }
 
 void VertexRunner::reserve(Values& v, size_t i) {
@@ -321,11 +320,11 @@ void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task
 }
 
 bool VertexRunner::known_zero(const Values& v, NodeId id) const {
-  return options_.skip_zero_work && (v.backward ? main_.zero_b : main_.zero_f)[static_cast<size_t>(id)] != 0;
+  return options_.on(Optimisation::skip_zero_work) && (v.backward ? main_.zero_b : main_.zero_f)[static_cast<size_t>(id)] != 0;
 }
 
 bool VertexRunner::zero_for_group(const Values& v, NodeId id) const {
-  return known_zero(v, id) || (options_.skip_zero_work && v.backward && main_.unneeded[static_cast<size_t>(id)]);
+  return known_zero(v, id) || (options_.on(Optimisation::skip_zero_work) && v.backward && main_.unneeded[static_cast<size_t>(id)]);
 }
 
 MatView VertexRunner::group_input(Values& v, NodeId id, const Task& t) {
@@ -338,7 +337,7 @@ MatView VertexRunner::group_input(Values& v, NodeId id, const Task& t) {
 // zeros, so they come out zero) and unneeded ones in ∂F (nobody reads them).
 void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
   const plan::FusedGroup& f = v.plan->fused[group];
-  if (options_.skip_zero_work && !v.backward)
+  if (options_.on(Optimisation::skip_zero_work) && !v.backward)
     for (NodeId m : f.members)
       main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
   const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
@@ -376,29 +375,15 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
 }
 
 bool VertexRunner::output_unused(const Values& v, NodeId o, const Lane& lane) const {
-  if (!options_.skip_zero_work || !options_.trim_fused_zeros) return false;
+  if (!options_.on(Optimisation::skip_zero_work) || !options_.on(Optimisation::trim_fused_zeros)) return false;
   const auto i = static_cast<size_t>(o);
   if (v.backward && lane.unneeded[i]) return true;
   return (v.backward ? lane.zero_b : lane.zero_f)[i] && v.unwritten[i];
 }
 
 const ir::FusedProgram& VertexRunner::group_program(Values& v, size_t group) {
-  const ir::FusedProgram& whole = v.plan->fused[group].program;
-  const std::vector<uint8_t>& key = main_.trim;
-  if (!options_.trim_fused_zeros || std::find(key.begin(), key.end(), 1) == key.end()) return whole;
-  auto& kept = v.trimmed[group];
-  for (const auto& [pattern, program] : kept)
-    if (pattern == key) return program;
-  const std::span<const uint8_t> all(key), zero = all.first(v.plan->fused[group].inputs.size());
-  ir::FusedProgram trimmed = passes::without_zero_inputs(whole, zero, all.subspan(zero.size()));
-  // Beyond this many patterns per group the last one kept makes room: an
-  // unused output has no rows to write into, so the whole program is no fallback.
-  constexpr size_t kMaxKept = 8;
-  if (kept.size() >= kMaxKept) {
-    kept.back() = {key, std::move(trimmed)};
-    return kept.back().second;
-  }
-  return kept.emplace_back(key, std::move(trimmed)).second;
+  if (!options_.on(Optimisation::trim_fused_zeros)) return v.plan->fused[group].program;
+  return v.trimmed.get(group, main_.trim);
 }
 
 void VertexRunner::check_numerics(const Values& v, const Node& n, const Task& t, const MatView& out, Lane& lane) {
@@ -415,7 +400,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   const auto i = static_cast<size_t>(n.id);
   const Home h = v.plan->home[i];
   if (!v.plan->runs(n.id) || v.plan->phase[i] != Phase::loop || v.plan->folded[i]) return;  // folded: at its ParamGradOut
-  const bool skip = options_.skip_zero_work;
+  const bool skip = options_.on(Optimisation::skip_zero_work);
   if (windows_ && v.plan->in_window[i]) {  // read through by its consumer's window; F's zero flag still counts
     if (skip && !v.backward) main_.zero_f[i] = absence_[static_cast<size_t>(task_index)].message_absent(n);
     return;

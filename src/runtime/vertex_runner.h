@@ -12,9 +12,11 @@
 
 #include "sylva/backend/backend.h"
 #include "sylva/core/dynamic_tensor.h"
+#include "sylva/plan/trimmed_programs.h"
 #include "sylva/plan/vertex_plan.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/observer.h"
+#include "sylva/runtime/options.h"
 #include "sylva/runtime/param_store.h"
 #include "sylva/runtime/schedule.h"
 #include "side_queue.h"
@@ -35,16 +37,14 @@ struct ValueBuffer {
 /// `n` slots whose buffers come from `memory`.
 std::vector<ValueBuffer> make_value_buffers(size_t n, Memory& memory);
 
-/// How a runner executes its plan (ExecutorOptions of the same names).
+/// How a runner executes its plan: the executor's optimisations, and
+/// whether it streams here (Optimisation::streaming where a core or lane is
+/// free for it) and checks numerics.
 struct RunnerOptions {
-  bool skip_zero_work = true;
+  Optimisations optimisations = Optimisations::all();
   bool streaming = false;
   bool check_numerics = false;
-  bool row_windows = true;
-  bool task_local_values = true;
-  bool children_in_place = true;
-  bool trim_fused_zeros = true;
-  bool lend_forward_arenas = true;
+  bool on(Optimisation o) const { return optimisations.has(o); }
 };
 
 class VertexRunner {
@@ -60,7 +60,7 @@ class VertexRunner {
   /// `pull_ids` (vertex order, may be empty): when F's pull input is a
   /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
   /// `pull_from_table`: forward()'s pull is the lookup's table, not the
-  /// lookup (ExecutorOptions::pull_from_table).
+  /// lookup (Optimisation::pull_from_table).
   void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {},
                bool pull_from_table = false);
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
@@ -126,8 +126,8 @@ class VertexRunner {
     std::vector<ValueBuffer> fixed;
     std::vector<uint8_t> group_failed;  // the backend has no fused kernel: run the members
     // Per fused group: its program without the zero inputs of a task
-    // (RunnerOptions::trim_fused_zeros), by which inputs are zero.
-    std::vector<std::vector<std::pair<std::vector<uint8_t>, ir::FusedProgram>>> trimmed;
+    // (Optimisation::trim_fused_zeros), by which inputs are zero.
+    plan::TrimmedPrograms trimmed;
     // Per node: the fused group it lives inside unseen (a member nobody
     // outside the group reads, so its kernel keeps it in registers), else -1.
     // Such a node gets no arena rows while its group runs fused.

@@ -1,4 +1,4 @@
-// Internal: skipping zero work (ExecutorOptions::skip_zero_work). Per task
+// Internal: skipping zero work (Optimisation::skip_zero_work). Per task
 // of a schedule: what is absent at every row, which nodes of F and ∂F are
 // then zero, and which nodes of ∂F nobody needs.
 #pragma once

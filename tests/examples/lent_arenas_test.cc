@@ -1,4 +1,4 @@
-// Lent arenas (ExecutorOptions::lend_forward_arenas): a Tree-LSTM's x·W,
+// Lent arenas (Optimisation::lend_forward_arenas): a Tree-LSTM's x·W,
 // computed before F's loop for every row and read only by its task's gate
 // group, lends its arena to ∂F's gate gradients (kept for every row for
 // the lazy weight gradients).
@@ -30,7 +30,7 @@ Trained train(TreeLstmCell cell, const std::vector<std::vector<InputGraph>>& bat
   ParameterSet ps{DType::f32, 3};
   add_tree_lstm_params(ps, cfg);
   TreeLstmModel m(ps, cfg);
-  Executor ex(m.program, ps, {.lend_forward_arenas = lend});
+  Executor ex(m.program, ps, lend ? ExecutorOptions{} : ExecutorOptions{}.without(Optimisation::lend_forward_arenas));
   Adam adam({.lr = 0.01});
   Trained r;
   for (const std::vector<InputGraph>& b : batches) {
@@ -82,7 +82,7 @@ TEST(LentArenas, ASecondBackwardAfterOneForwardIsUnchanged) {
       ParameterSet ps{DType::f32, 3};
       add_tree_lstm_params(ps, cfg);
       TreeLstmModel m(ps, cfg);
-      Executor ex(m.program, ps, {.lend_forward_arenas = lend});
+      Executor ex(m.program, ps, lend ? ExecutorOptions{} : ExecutorOptions{}.without(Optimisation::lend_forward_arenas));
       ex.forward(GraphBatch::of(tb.train), Mode::train);
       ps.zero_grad();
       ex.backward(m.loss);

@@ -1,4 +1,4 @@
-// Children in place (ExecutorOptions::children_in_place): in a minibatch of
+// Children in place (Optimisation::children_in_place): in a minibatch of
 // complete binary trees of one size, every parent's children are
 // consecutive rows, so F's concat of the gathered messages is a view of the
 // children's rows and ∂F writes its gradient straight into theirs. The
@@ -70,7 +70,7 @@ struct Steps {
 Steps run(const std::vector<Shape>& shapes, bool gated, BatchingPolicy policy, bool on) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, gated);
-  Executor ex(m.p, ps, test::on_test_device({.policy = policy, .children_in_place = on}));
+  Executor ex(m.p, ps, test::on_test_device(test::toggled({.policy = policy}, Optimisation::children_in_place, on)));
   Steps s;
   ex.set_observer([&](const OpEvent& e) {
     s.copies += e.node.op == ir::OpKind::Concat || e.node.op == ir::OpKind::GatherGradOut;
@@ -131,7 +131,7 @@ TEST(ChildrenInPlace, HoldsNoConcatRowsForParents) {
   for (bool on : {true, false}) {
     ParameterSet ps{DType::f64, 3};
     Net m(ps, false);
-    Executor ex(m.p, ps, test::on_test_device({.children_in_place = on}));
+    Executor ex(m.p, ps, test::on_test_device(test::toggled({}, Optimisation::children_in_place, on)));
     ex.forward(b, Mode::train);
     ex.backward(m.loss);
     held[on] = ex.held_bytes();

@@ -121,7 +121,9 @@ TEST(SimDevice, TrainingMatchesTheCpu) {
   const std::vector<GraphBatch> bs = batches(keep);
   for (bool optimised : {false, true}) {
     ExecutorOptions o{.seed = 4};
-    if (!optimised) o.skip_zero_work = o.lazy_param_grads = o.eager_batching = o.fusion = o.streaming = o.ios = false;
+    if (!optimised)
+      o = o.without({Optimisation::skip_zero_work, Optimisation::lazy_param_grads, Optimisation::eager_batching,
+                     Optimisation::fusion, Optimisation::streaming, Optimisation::ios});
     Net cpu;
     const std::vector<double> want = train(cpu, bs, o);
     for (int late : {1, 0}) {  // the side lane runs late, then the main one
@@ -148,7 +150,7 @@ TEST(SimDevice, WithoutFusedKernelsTheGroupsRunOpByOne) {
   std::vector<std::vector<InputGraph>> keep;
   const std::vector<GraphBatch> bs = batches(keep);
   Net cpu;
-  const std::vector<double> want = train(cpu, bs, ExecutorOptions{.seed = 4, .fusion = false});
+  const std::vector<double> want = train(cpu, bs, ExecutorOptions{.seed = 4}.without(Optimisation::fusion));
   Net sim;
   ExecutorOptions o{.seed = 4};
   o.backend = &test::sim_device_without_fused_kernels();

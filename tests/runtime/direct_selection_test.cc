@@ -1,4 +1,4 @@
-// Direct row selection (ExecutorOptions::direct_row_selection): an apply
+// Direct row selection (Optimisation::direct_row_selection): an apply
 // whose output only select_rows reads is never laid out in vertex order;
 // the selections copy their rows straight from F's rows, and a selection's
 // gradient read only by ∂F goes straight into ∂F's rows. The same bits with
@@ -56,7 +56,7 @@ std::vector<std::vector<InputGraph>> batches(Family family, uint64_t seed) {
 test::StepRecord run(Family family, Readers readers, BatchingPolicy policy, bool direct) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, family, readers);
-  Executor ex(m.p, ps, test::on_test_device({.policy = policy, .direct_row_selection = direct}));
+  Executor ex(m.p, ps, test::on_test_device(test::toggled({.policy = policy}, Optimisation::direct_row_selection, direct)));
   return test::step_through(ex, ps, m.loss, m.hidden, batches(family, 11), direct);
 }
 
@@ -106,7 +106,7 @@ TEST(DirectRowSelection, HoldsLessThanLayingTheOutputOutFirst) {
   for (bool direct : {true, false}) {
     ParameterSet ps{DType::f64, 3};
     Net m(ps, Family::tree, Readers::select);
-    Executor ex(m.p, ps, test::on_test_device({.direct_row_selection = direct}));
+    Executor ex(m.p, ps, test::on_test_device(test::toggled({}, Optimisation::direct_row_selection, direct)));
     ex.forward(b, Mode::train);
     ex.backward(m.loss);
     held[direct] = ex.held_bytes();

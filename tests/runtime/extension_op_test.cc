@@ -57,7 +57,7 @@ Outcome run_model(bool fusion) {
   CubicTreeModel m;
   const std::vector<InputGraph> data = trees();
   const GraphBatch batch = GraphBatch::of(data);
-  Executor ex(m.p, m.ps, {.policy = BatchingPolicy::Bfs, .fusion = fusion});
+  Executor ex(m.p, m.ps, fusion ? ExecutorOptions{} : ExecutorOptions{}.without(Optimisation::fusion));
   Outcome r;
   Profiler prof;
   ex.set_observer([&](const OpEvent& e) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sylva/runtime/executor.h"
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 #include "support/test_util.h"
 
 namespace sylva {

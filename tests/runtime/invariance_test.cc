@@ -12,7 +12,7 @@
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 
 namespace sylva {
 namespace {
@@ -69,9 +69,9 @@ struct Result {
 
 // Every optimisation off: the reference the ablation switches them on against.
 ExecutorOptions none(BatchingPolicy policy) {
-  return {.policy = policy, .skip_zero_work = false, .lazy_param_grads = false, .eager_batching = false,
-          .fusion = false, .trim_fused_zeros = false, .row_windows = false, .task_local_values = false,
-          .lend_forward_arenas = false, .streaming = false, .ios = false};
+  ExecutorOptions o = ExecutorOptions::reference();
+  o.policy = policy;
+  return o;
 }
 
 Result run(Model& m, const GraphBatch& b, ExecutorOptions o) {
@@ -165,28 +165,22 @@ std::vector<InputGraph> complete_trees_with_leaf_words() {
 // blocks, unused pull gradients; lazy and eager batching: work moved out of
 // the task loop.
 TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
-  using Set = std::pair<const char*, void (*)(ExecutorOptions&)>;
-  const Set sets[] = {
-      {"skip_zero_work", [](ExecutorOptions& o) { o.skip_zero_work = true; }},
-      {"lazy_param_grads", [](ExecutorOptions& o) { o.lazy_param_grads = true; }},
-      {"eager_batching", [](ExecutorOptions& o) { o.eager_batching = true; }},
-      {"fusion", [](ExecutorOptions& o) { o.fusion = true; }},
-      {"fusion with skip_zero_work", [](ExecutorOptions& o) { o.fusion = o.skip_zero_work = true; }},
-      {"trim_fused_zeros (with fusion, skip_zero_work)",
-       [](ExecutorOptions& o) { o.trim_fused_zeros = o.fusion = o.skip_zero_work = true; }},
-      {"row_windows", [](ExecutorOptions& o) { o.row_windows = true; }},
-      {"task_local_values", [](ExecutorOptions& o) { o.task_local_values = true; }},
-      // Fused groups write task-local values out and read them back.
-      {"task_local_values (with fusion)", [](ExecutorOptions& o) { o.task_local_values = o.fusion = true; }},
-      // x·W, before the loop with eager batching, lends its arena to ∂F's gate gradients, kept for lazy batching.
-      {"lend_forward_arenas (with eager, lazy)",
-       [](ExecutorOptions& o) { o.lend_forward_arenas = o.eager_batching = o.lazy_param_grads = true; }},
-      // Streaming moves the work eager and lazy batching take out of the loop.
-      {"streaming (with eager, lazy)",
-       [](ExecutorOptions& o) { o.streaming = o.eager_batching = o.lazy_param_grads = true; }},
-      {"ios", [](ExecutorOptions& o) { o.ios = true; }},
-      {"all", [](ExecutorOptions& o) { o = ExecutorOptions{.policy = o.policy}; }},
-  };
+  using O = Optimisation;
+  // Every optimisation of the table alone (with what it needs), so a new
+  // one is covered without being listed here; then the combinations where
+  // one changes what another does, and all of them.
+  std::vector<std::pair<std::string, Optimisations>> sets;
+  for (const OptimisationInfo& i : optimisation_table())
+    sets.emplace_back(std::string(i.name), Optimisations{i.id}.with(i.needs));
+  // Fused groups write task-local values out and read them back.
+  sets.emplace_back("task_local_values with fusion", Optimisations{O::task_local_values, O::fusion});
+  sets.emplace_back("fusion with skip_zero_work", Optimisations{O::fusion, O::skip_zero_work});
+  // x·W, before the loop with eager batching, lends its arena to ∂F's gate gradients, kept for lazy batching.
+  sets.emplace_back("lend_forward_arenas with eager, lazy",
+                    Optimisations{O::lend_forward_arenas, O::eager_batching, O::lazy_param_grads});
+  // Streaming moves the work eager and lazy batching take out of the loop.
+  sets.emplace_back("streaming with eager, lazy", Optimisations{O::streaming, O::eager_batching, O::lazy_param_grads});
+  sets.emplace_back("all", Optimisations::all());
   std::mt19937_64 rng(4321);
   for (const char* family : {"tree", "chain", "dag"}) {
     const bool dag = std::string(family) == "dag";
@@ -206,7 +200,7 @@ TEST(Optimisations, EachAloneAndAllTogetherChangeNoResult) {
       for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
         for (const auto& [name, set] : sets) {
           ExecutorOptions o = none(policy);
-          set(o);
+          o.optimisations = set;
           const Result opt = run(m, b, o);
           const std::string which = std::string(family) + " trial " + std::to_string(trial) + " " +
                                     policy_name(policy) + " " + name;
@@ -232,7 +226,7 @@ TEST(SkipZeroWork, EachTaskRunsOnlyTheProductItNeeds) {
   const auto products = [&](bool skip) {
     // Eager batching off: x·W stays in the task loop, where skipping acts per task.
     Executor ex(m.p, m.ps,
-                test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = skip, .eager_batching = false}));
+                test::on_test_device(test::toggled(ExecutorOptions{}.without(Optimisation::eager_batching), Optimisation::skip_zero_work, skip)));
     std::map<std::pair<ir::GraphKind, int64_t>, int> count;  // (F or ∂F, task) -> matmuls run
     ex.set_observer([&](const OpEvent& e) {
       if (e.task >= 0 && (e.node.op == ir::OpKind::MatMul || e.node.op == ir::OpKind::ParamGradOut))
@@ -262,7 +256,7 @@ TEST(LazyParamGrads, OneGemmPerParameterPerMinibatch) {
   Model m(3, 0.0);
   const std::vector<InputGraph> graphs = random_trees(rng, 5, 20, false);
   GraphBatch b = GraphBatch::of(graphs);
-  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .skip_zero_work = false}));
+  Executor ex(m.p, m.ps, test::on_test_device(ExecutorOptions{}.without(Optimisation::skip_zero_work)));
   std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> grads;  // param -> (task, rows) per event
   std::map<std::string, std::vector<EventPhase>> phases;
   ex.set_observer([&](const OpEvent& e) {
@@ -297,7 +291,7 @@ TEST(EagerBatching, InputProjectionRunsOnceOverAllRows) {
   for (bool eager : {true, false}) {
     Executor ex(m.p, m.ps,
                 test::on_test_device(
-                    {.policy = BatchingPolicy::Bfs, .skip_zero_work = false, .eager_batching = eager}));
+                    test::toggled(ExecutorOptions{}.without(Optimisation::skip_zero_work), Optimisation::eager_batching, eager)));
     std::vector<std::pair<int64_t, int64_t>> xw, dx;  // (task, rows) per event; task -1 before/after the loop
     std::vector<EventPhase> xw_phase, dx_phase;
     ex.set_observer([&](const OpEvent& e) {
@@ -358,7 +352,7 @@ TEST(Fusion, CellTailRunsAsFusedGroups) {
   const std::vector<InputGraph> graphs = random_trees(rng, 4, 15, true);
   GraphBatch b = GraphBatch::of(graphs);
   for (bool fusion : {true, false}) {
-    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .fusion = fusion}));
+    Executor ex(m.p, m.ps, test::on_test_device(test::toggled({}, Optimisation::fusion, fusion)));
     std::map<ir::GraphKind, int> fused_events;
     std::set<ir::OpKind> fused_ops;
     int sigmoid_alone = 0;
@@ -399,7 +393,7 @@ TEST(Streaming, RunsOutsideWorkInChunksWithTheSameResults) {
   ASSERT_GT(b.num_vertices(), 768);  // chunks of >= 256 rows and a quarter of them: 3 or 4
   std::vector<Result> results;
   for (bool streaming : {false, true}) {
-    Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = streaming}));
+    Executor ex(m.p, m.ps, test::on_test_device(test::toggled({.seed = 5}, Optimisation::streaming, streaming)));
     int xw = 0, dw = 0;
     std::thread::id observer_thread;
     bool one_thread = true;
@@ -445,7 +439,7 @@ TEST(Streaming, AMinibatchOfOneChunkRunsItsWorkBeforeTheLoopOnTheCallingThread) 
   for (InputGraph& g : graphs) test::attach_random_ids(rng, g, kVocab, kClasses);
   GraphBatch b = GraphBatch::of(graphs);
   ASSERT_LT(b.num_vertices(), 256);  // one chunk
-  Executor ex(m.p, m.ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .seed = 5, .streaming = true}));
+  Executor ex(m.p, m.ps, test::on_test_device({.seed = 5}));
   int events = 0, xw_at = -1, first_loop_at = -1;
   ex.set_observer([&](const OpEvent& e) {
     if (e.node.op == ir::OpKind::MatMul && e.graph.kind() == ir::GraphKind::vertex_function &&

@@ -122,7 +122,7 @@ TEST(Profiler, CountsFlopsFromTheOpsFacts) {
   const GraphBatch b = GraphBatch::of(g);
   const int64_t V = b.num_vertices();
   for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
-    Executor ex(p, ps, {.policy = policy, .fusion = false});
+    Executor ex(p, ps, ExecutorOptions{.policy = policy}.without(Optimisation::fusion));
     Profiler prof;
     ex.set_observer(prof.observer());
     ex.forward(b, Mode::eval);

@@ -1,4 +1,4 @@
-// Pulls from the table (ExecutorOptions::pull_from_table): a lookup that
+// Pulls from the table (Optimisation::pull_from_table): a lookup that
 // only a vertex function's pull reads is never laid out in vertex order;
 // the pull copies the table's rows, and where the table's gradient is the
 // lookup's alone, ∂F adds its pull gradient straight into the table's
@@ -54,7 +54,7 @@ std::vector<std::vector<InputGraph>> batches(Family family, uint64_t seed) {
 test::StepRecord run(Family family, Readers readers, BatchingPolicy policy, bool on) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, family, readers);
-  Executor ex(m.p, ps, test::on_test_device({.policy = policy, .pull_from_table = on}));
+  Executor ex(m.p, ps, test::on_test_device(test::toggled({.policy = policy}, Optimisation::pull_from_table, on)));
   return test::step_through(ex, ps, m.loss, m.looked_up, batches(family, 17), on);
 }
 
@@ -110,7 +110,7 @@ TEST(PullFromTable, HoldsLessThanLayingTheLookupOutFirst) {
   for (bool on : {true, false}) {
     ParameterSet ps{DType::f64, 3};
     Net m(ps, Family::tree, Readers::pull);
-    Executor ex(m.p, ps, test::on_test_device({.pull_from_table = on}));
+    Executor ex(m.p, ps, test::on_test_device(test::toggled({}, Optimisation::pull_from_table, on)));
     ex.forward(b, Mode::train);
     ex.backward(m.loss);
     held[on] = ex.held_bytes();

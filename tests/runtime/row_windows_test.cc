@@ -1,4 +1,4 @@
-// Row windows (ExecutorOptions::row_windows): a concat of gathered children
+// Row windows (Optimisation::row_windows): a concat of gathered children
 // filled straight from the children's rows, and gather gradients added
 // straight from a slice's columns, give exactly the results of gathering
 // and slicing into values of their own, and those ops then do not run.
@@ -84,8 +84,8 @@ TEST(RowWindows, GiveBitwiseTheResultsOfWholeValues) {
         for (bool skip : {true, false}) {
           const std::string which = std::to_string(slots) + " slots, trial " + std::to_string(trial) + ", " +
                                     policy_name(policy) + (skip ? ", skipping zero work" : "");
-          const Outcome off = run(m, b, {.policy = policy, .skip_zero_work = skip, .row_windows = false});
-          const Outcome on = run(m, b, {.policy = policy, .skip_zero_work = skip, .row_windows = true});
+          const Outcome off = run(m, b, test::toggled({.policy = policy}, Optimisation::skip_zero_work, skip).without(Optimisation::row_windows));
+          const Outcome on = run(m, b, test::toggled({.policy = policy}, Optimisation::skip_zero_work, skip));
           EXPECT_EQ(on.loss, off.loss) << which;
           for (size_t k = 0; k < on.grads.size(); ++k)
             EXPECT_EQ(test::relative_error(on.grads[k], off.grads[k]), 0.0) << which << " " << m.ps.all()[k]->name;
@@ -99,8 +99,8 @@ TEST(RowWindows, GathersAndSlicesOfTheWindowDoNotRun) {
   Model m(2);
   const std::vector<InputGraph> trees = random_trees(rng, 2, 5);
   const GraphBatch b = GraphBatch::of(trees);
-  const Outcome off = run(m, b, {.policy = BatchingPolicy::Bfs, .row_windows = false});
-  const Outcome on = run(m, b, {.policy = BatchingPolicy::Bfs, .row_windows = true});
+  const Outcome off = run(m, b, ExecutorOptions{.policy = BatchingPolicy::Bfs}.without(Optimisation::row_windows));
+  const Outcome on = run(m, b, {.policy = BatchingPolicy::Bfs});
   EXPECT_GT(off.events.count("gather") ? off.events.at("gather") : 0, 0);
   EXPECT_GT(off.events.count("slice") ? off.events.at("slice") : 0, 0);
   const ExecutorOptions device = test::on_test_device();
@@ -161,7 +161,7 @@ TEST(RowWindows, ThePushedRowsComeFromTheMessageColumns) {
         const std::string which = std::string(select ? "select_rows" : "every row") + ", trial " +
                                   std::to_string(trial) + ", " + policy_name(policy);
         const auto outcome = [&](bool windows) {
-          Executor ex(m.p, m.ps, test::on_test_device({.policy = policy, .row_windows = windows}));
+          Executor ex(m.p, m.ps, test::on_test_device(test::toggled({.policy = policy}, Optimisation::row_windows, windows)));
           ex.forward(b, Mode::train);
           std::pair<double, std::vector<Tensor>> r{ex.scalar(m.loss), {}};
           m.ps.zero_grad();

@@ -1,4 +1,4 @@
-// Task-local values (ExecutorOptions::task_local_values): a value that only
+// Task-local values (Optimisation::task_local_values): a value that only
 // ops of its own task read lives in one block the size of the largest task
 // that writes it.
 // The same losses and gradients, bit for bit, over steps whose batches grow
@@ -28,7 +28,7 @@ Steps run(const std::vector<std::vector<InputGraph>>& batches, bool task_local) 
   test::ChainNet m(ps, kVocab, kHidden);
   // Without lent arenas: else, with task-local values off, the product
   // (dead after F's loop) would lend its arena to ∂F and hide the saving.
-  Executor ex(m.program, ps, test::on_test_device({.task_local_values = task_local, .lend_forward_arenas = false}));
+  Executor ex(m.program, ps, test::on_test_device(test::toggled(ExecutorOptions{}.without(Optimisation::lend_forward_arenas), Optimisation::task_local_values, task_local)));
   Steps s;
   for (const std::vector<InputGraph>& b : batches) {
     ex.forward(GraphBatch::of(b), Mode::train);

@@ -65,7 +65,7 @@ struct Outcome {
 Outcome run(Family family, BatchingPolicy policy, bool skip) {
   ParameterSet ps{DType::f64, 3};
   Net m(ps, family);
-  Executor ex(m.p, ps, test::on_test_device({.policy = policy, .skip_zero_work = skip}));
+  Executor ex(m.p, ps, test::on_test_device(test::toggled({.policy = policy}, Optimisation::skip_zero_work, skip)));
   Outcome r;
   ex.set_observer([&](const OpEvent& e) {
     if (e.node.op == ir::OpKind::PushGradIn) r.pushed_rows += e.rows;
@@ -141,7 +141,7 @@ TEST(ZeroRows, FusedGroupsLeaveOutputsNobodyNeedsUnwritten) {
     }
     ParameterSet ps{DType::f64, 3};
     Net m(ps, Family::gated_tree);
-    Executor ex(m.p, ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .trim_fused_zeros = trim}));
+    Executor ex(m.p, ps, test::on_test_device(test::toggled({.policy = BatchingPolicy::Bfs}, Optimisation::trim_fused_zeros, trim)));
     ex.forward(GraphBatch::of(graphs), Mode::train);
     ps.zero_grad();
     ex.backward(m.loss);
@@ -173,7 +173,7 @@ TEST(ZeroRows, AGroupWithNothingToWriteDoesNotRun) {
     std::vector<int32_t> x(static_cast<size_t>(g.num_vertices()));
     for (int32_t v = 0; v < g.num_vertices(); ++v) x[static_cast<size_t>(v)] = v % kVocab;
     g.set_ids("x", x);
-    Executor ex(p, ps, test::on_test_device({.policy = BatchingPolicy::Bfs, .trim_fused_zeros = trim}));
+    Executor ex(p, ps, test::on_test_device(test::toggled({.policy = BatchingPolicy::Bfs}, Optimisation::trim_fused_zeros, trim)));
     int groups = 0;  // fused groups ∂F ran for the leaf task
     ex.set_observer([&](const OpEvent& e) {
       if (e.graph.kind() == ir::GraphKind::vertex_gradient && e.task == 0 && !e.fused.empty()) ++groups;

@@ -11,7 +11,7 @@
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 
 namespace sylva {
 namespace {
@@ -186,7 +186,7 @@ TEST(IosIr, PlannedFAndGradientGiveTheSameResults) {
     }
     const GraphBatch b = GraphBatch::of(graphs);
     for (BatchingPolicy policy : {BatchingPolicy::Bfs, BatchingPolicy::Serial}) {
-      const Outcome off = train_step(m, b, {.policy = policy, .ios = false});
+      const Outcome off = train_step(m, b, ExecutorOptions{.policy = policy}.without(Optimisation::ios));
       std::unique_ptr<Executor> ex;
       const ir::Graph* df = nullptr;
       const Outcome on = train_step(m, b, {.policy = policy}, &df, &ex);

@@ -43,5 +43,7 @@ bool is_sim_pointer(const void* p);
 std::string test_device();
 /// `o` with its device (and backend) set to test_device()'s.
 ExecutorOptions on_test_device(ExecutorOptions o = {});
+/// `o` as it is when `on`, else without `x` (and what needs it).
+inline ExecutorOptions toggled(ExecutorOptions o, Optimisation x, bool on) { return on ? o : o.without(x); }
 
 }  // namespace sylva::test

@@ -14,7 +14,7 @@
 #include "sylva/frontend/parameter_set.h"
 #include "sylva/frontend/program.h"
 #include "sylva/runtime/executor.h"
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 #include "sylva/runtime/input_graph.h"
 
 namespace sylva::test {
@@ -34,7 +34,7 @@ std::string error_of(F&& f) {
   return "<no error>";
 }
 
-// The seeded graph generators live in the runtime (sylva/runtime/generators.h);
+// The seeded graph generators live in train, beside the readers (sylva/train/generators.h);
 // tests keep calling them as test::random_tree / test::random_dag.
 using sylva::random_dag;
 using sylva::random_tree;

@@ -219,9 +219,8 @@ TEST(Trainer, SerialAndBfsTrainIdentically) {
 TEST(Trainer, PassesItsExecutorOptionsUnchanged) {
   std::vector<InputGraph> data = make_trees(8, 10);
   const GraphBatch batch = GraphBatch::of(data);
-  const ExecutorOptions plain{.policy = BatchingPolicy::Serial, .seed = 9, .threads = 1, .skip_zero_work = false,
-                              .lazy_param_grads = false, .eager_batching = false, .fusion = false,
-                              .streaming = false, .ios = false, .ios_options = {.r = 2, .s = 4}};
+  const ExecutorOptions plain{.policy = BatchingPolicy::Serial, .seed = 9, .threads = 1,
+                              .optimisations = Optimisations::none(), .ios_options = {.r = 2, .s = 4}};
   Model a(12), b(12);
   Trainer unoptimised(a.program, a.ps, a.loss, Adam{{.lr = 0.01}}, {.executor = plain, .clip_norm = 1.0});
   Trainer optimised(b.program, b.ps, b.loss, Adam{{.lr = 0.01}}, {.clip_norm = 1.0});
@@ -229,8 +228,7 @@ TEST(Trainer, PassesItsExecutorOptionsUnchanged) {
   EXPECT_EQ(got.policy, plain.policy);
   EXPECT_EQ(got.seed, plain.seed);
   EXPECT_EQ(got.threads, plain.threads);
-  EXPECT_FALSE(got.skip_zero_work || got.lazy_param_grads || got.eager_batching || got.fusion || got.streaming ||
-               got.ios);
+  EXPECT_EQ(got.optimisations, Optimisations::none()) << got.optimisations.names();
   EXPECT_EQ(got.ios_options.r, 2);
   EXPECT_EQ(got.ios_options.s, 4);
   EXPECT_EQ(unoptimised.options().executor.policy, BatchingPolicy::Serial);

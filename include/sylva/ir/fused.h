@@ -1,5 +1,5 @@
 // A group of row-local ops run as one pass over the rows (fusion, see
-// ExecutorOptions::fusion): the plan builds it (sylva/plan/vertex_plan.h),
+// Optimisation::fusion): the plan builds it (sylva/plan/vertex_plan.h),
 // a backend runs it (Backend::run_fused).
 //
 // @code

@@ -28,17 +28,17 @@ namespace sylva::plan {
 
 /// What is planned. Eager/lazy batching and fusion as the ExecutorOptions
 /// of the same names say; `ios`: F and ∂F re-emitted in their IOS plan's
-/// order with mergeable matmuls merged (ExecutorOptions::ios).
+/// order with mergeable matmuls merged (Optimisation::ios).
 struct PlanOptions {
   bool eager_batching = true;
   bool lazy_param_grads = true;
   bool fusion = true;
   std::optional<ios::Options> ios = std::nullopt;
-  /// The program's plans only (ExecutorOptions::direct_row_selection):
+  /// The program's plans only (Optimisation::direct_row_selection):
   /// rows selected from a vertex function's output come straight from its
   /// rows, and their gradients go straight back into them.
   bool direct_row_selection = true;
-  /// The program's plans only (ExecutorOptions::pull_from_table): a
+  /// The program's plans only (Optimisation::pull_from_table): a
   /// lookup read only by a vertex function's pull is not laid out; the
   /// pull reads the table's rows, and its gradient goes into the table's.
   bool pull_from_table = true;
@@ -46,7 +46,7 @@ struct PlanOptions {
   /// pushes h and scatters [h; c]) and ∂F does not read the pushed value,
   /// the value is not kept beside the message: the push reads the
   /// message's columns (VertexPlan::push_col). Needs a backend with row
-  /// windows: the executor sets it to ExecutorOptions::row_windows &&
+  /// windows: the executor sets it to Optimisation::row_windows &&
   /// Backend::has_row_windows().
   bool push_from_message = true;
   /// A key that orders options (the cache's; the vertex plans' options only).
@@ -96,7 +96,7 @@ struct GraphPlan {
   /// only nodes of the same task read (not ∂F, not a parent's gather, not
   /// the push or the work before or after the loop). It needs rows for one
   /// task at a time, not a row per vertex of the minibatch; the runtime then
-  /// keeps it in one task-sized block (ExecutorOptions::task_local_values).
+  /// keeps it in one task-sized block (Optimisation::task_local_values).
   std::vector<uint8_t> task_local;
 
   /// Whether node `id` computes a value in the plan's phases (arena, fixed or none).

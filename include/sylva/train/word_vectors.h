@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sylva/frontend/parameter_set.h"
-#include "sylva/runtime/vocabulary.h"
+#include "sylva/train/vocabulary.h"
 
 namespace sylva {
 

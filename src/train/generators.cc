@@ -1,4 +1,4 @@
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 
 #include <functional>
 #include <utility>

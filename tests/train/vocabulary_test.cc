@@ -1,4 +1,4 @@
-#include "sylva/runtime/vocabulary.h"
+#include "sylva/train/vocabulary.h"
 
 #include <gtest/gtest.h>
 

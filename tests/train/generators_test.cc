@@ -1,7 +1,7 @@
 // Seeded graph generators: sizes, post-order ids, arity, determinism per
 // seed, uniform shapes, recorded outputs (so moving or refactoring them
 // cannot silently change the graphs other tests use), argument errors.
-#include "sylva/runtime/generators.h"
+#include "sylva/train/generators.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sylva/runtime/readers.h"
+#include "sylva/train/readers.h"
 
 #include <gtest/gtest.h>
 

@@ -32,6 +32,20 @@ foreach(module core ir frontend passes sched plan backend graph runtime dist tra
     endforeach()
   endforeach()
 endforeach()
+# The optional wing (SYLVA_BUILD_COSA): CoSA (sylva/sched/cosa*.h) and the
+# static CNN path (sylva/graph/) are included by nothing the dynamic-network
+# library builds on: not by the IOS files of sched, nor by plan, runtime,
+# dist or train.
+file(GLOB_RECURSE core_files ${ROOT}/include/sylva/sched/ios*.h ${ROOT}/src/sched/ios*.cc
+     ${ROOT}/include/sylva/plan/*.h ${ROOT}/src/plan/*.cc ${ROOT}/include/sylva/runtime/*.h ${ROOT}/src/runtime/*.h
+     ${ROOT}/src/runtime/*.cc ${ROOT}/include/sylva/dist/*.h ${ROOT}/src/dist/*.cc ${ROOT}/include/sylva/train/*.h
+     ${ROOT}/src/train/*.h ${ROOT}/src/train/*.cc)
+foreach(f IN LISTS core_files)
+  file(STRINGS ${f} lines REGEX "#include \"sylva/(sched/cosa|graph/)")
+  if(lines)
+    string(APPEND errors "${f}: includes the optional CoSA wing (${lines}); only sched/cosa*, graph/ and tools may\n")
+  endif()
+endforeach()
 # STYLE.md: kernels/ (device code) includes nothing outside kernels/ --
 # only its own headers ("name.h") and system or CUDA headers (<...>).
 file(GLOB_RECURSE kernel_files ${ROOT}/kernels/*.cu ${ROOT}/kernels/*.cuh ${ROOT}/kernels/*.h)

@@ -15,6 +15,10 @@
 #      whole build tree). Same ctest selection.
 #      SYLVA_SKIP_ASAN=1 skips this stage.
 #   3. tsan:   ThreadSanitizer on the threaded tests (below).
+#   4. nocosa: -DSYLVA_BUILD_COSA=OFF (no CoSA, no static CNN path, no CBC
+#      or yaml-cpp): the dynamic-network library, its examples and tests,
+#      built for compile time (unity, tests -O0) in build/nocosa; same
+#      ctest selection. SYLVA_SKIP_NOCOSA=1 skips it.
 # Exits non-zero if any build or test fails; the last line is a summary.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -173,6 +177,16 @@ else
     summary+=("tsan: BUILD FAILED")
     status=1
   fi
+fi
+
+# 4. nocosa: the library without the optional CoSA wing must build and pass on its own.
+if [[ ${SYLVA_SKIP_NOCOSA:-0} != 0 ]]; then
+  summary+=("nocosa: skipped (SYLVA_SKIP_NOCOSA=1)")
+elif [[ $release_rc -eq 2 ]]; then
+  summary+=("nocosa: skipped (release build failed)")
+else
+  stage nocosa build/nocosa -DCMAKE_BUILD_TYPE=Release -DSYLVA_WERROR=ON -DSYLVA_BUILD_COSA=OFF \
+    -DSYLVA_BUILD_BENCHMARKS=OFF -DSYLVA_BUILD_CUDA=OFF "${sanitizer_code_opt[@]}" "${link_flags[@]}" || status=1
 fi
 
 echo "==== run_tests summary ===="

@@ -13,7 +13,7 @@
 // The template's host build: what emulate_gpu_conv runs (the NVRTC build
 // gets the same text from cosa_conv_template.h).
 #define SYLVA_COSA_HD inline
-#include "../../kernels/templates/cosa_conv.cuh"
+#include "cosa_conv.cuh"  // kernels/templates, on sylva_cosa's include path
 #undef SYLVA_COSA_HD
 
 namespace sylva::cosa {

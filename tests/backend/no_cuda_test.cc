@@ -4,8 +4,11 @@
 #include "support/ios_fixture.h"
 #include "support/test_util.h"
 #include "sylva/backend/backend.h"
+#include "sylva/config.h"
 #include "sylva/frontend/program.h"
+#if SYLVA_WITH_COSA
 #include "sylva/graph/cnn.h"
+#endif
 #include "sylva/runtime/executor.h"
 
 namespace sylva {
@@ -44,11 +47,13 @@ TEST(NoCuda, AnExecutorOnCudaFailsClearly) {
   EXPECT_CONTAINS(error_of([&] { Executor ex(p, ps, {.device = Device::cuda()}); }), kHint);
 }
 
+#if SYLVA_WITH_COSA  // the static CNN path is part of the CoSA wing
 TEST(NoCuda, TheCnnRunnerOnCudnnFailsClearly) {
   test::TempDir dir;
   const ios::CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kTinyCnnGraph));
   EXPECT_CONTAINS(error_of([&] { cnn::CnnRunner(g, 1, 1, cnn::Impl::cudnn); }), kHint);
 }
+#endif
 
 }  // namespace
 }  // namespace sylva

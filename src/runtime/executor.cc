@@ -247,7 +247,12 @@ struct Executor::Impl {
           VertexRunner& r = *runners[n.id];
           const auto t1 = std::chrono::steady_clock::now();
           const bool table = !n.inputs.empty() && program_plan.pulled_in_place[n.inputs[0]];
-          r.prepare(b, schedule, lookup_ids_of_pull(n), table);
+          r.prepare(b, schedule,
+                    std::make_shared<const BatchPlan>(build_batch_plan(
+                        r.plan(), {.batch = b, .schedule = schedule, .pull_ids = lookup_ids_of_pull(n),
+                                   .pull_from_table = table, .row_windows = options.on(Optimisation::row_windows) &&
+                                                                            backend.has_row_windows()},
+                        options.optimisations)));
           preprocess += std::chrono::steady_clock::now() - t1;
           const NodeId source = table ? g.node(n.inputs[0]).inputs[0] : n.inputs.empty() ? ir::kNoNode : n.inputs[0];
           MatView pull = source == ir::kNoNode ? MatView{} : values[source].view;
@@ -562,6 +567,12 @@ const ir::Graph& Executor::vertex_gradient(Symbol apply) const { return *vertex_
 
 const plan::VertexPlan& Executor::vertex_plan(Symbol apply) const {
   return runner_of(impl_->program, impl_->runners, apply).plan();
+}
+
+const BatchPlan& Executor::batch_plan(Symbol apply) const {
+  const BatchPlan* p = runner_of(impl_->program, impl_->runners, apply).batch_plan();
+  SYLVA_CHECK(p, "[executor] no batch plan yet: forward() a minibatch first");
+  return *p;
 }
 
 namespace {

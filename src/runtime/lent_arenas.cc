@@ -31,14 +31,18 @@ void VertexRunner::pair_lent_arenas() {
   std::vector<uint8_t> kept(f.graph->size(), 0);
   for (const Node& n : b.graph->nodes())
     if (b.home[static_cast<size_t>(n.id)] == Home::forward) kept[static_cast<size_t>(n.attrs.ref)] = 1;
-  for (NodeId id : {plan_->scatter_source, plan_->push_source, plan_->pull, concat_block_})
+  // The children blocks' nodes are read in place where a batch allows (batch_children_blocks.cc): never lent.
+  const ChildrenBlockNodes blocks = windows_ && options_.on(Optimisation::children_in_place)
+                                        ? children_block_nodes(*plan_)
+                                        : ChildrenBlockNodes{};
+  for (NodeId id : {plan_->scatter_source, plan_->push_source, plan_->pull, blocks.concat})
     if (id != ir::kNoNode) kept[static_cast<size_t>(id)] = 1;
   const auto whole = [this](const Values& v, size_t i) { return materialized(v, i) && !task_local(v, i); };
   std::vector<NodeId> lenders, borrowers;
   for (const Node& n : f.graph->nodes())
     if (whole(fwd_, static_cast<size_t>(n.id)) && !kept[static_cast<size_t>(n.id)]) lenders.push_back(n.id);
   for (const Node& n : b.graph->nodes())
-    if (whole(bwd_, static_cast<size_t>(n.id)) && n.id != grad_block_) borrowers.push_back(n.id);
+    if (whole(bwd_, static_cast<size_t>(n.id)) && n.id != blocks.grad) borrowers.push_back(n.id);
   const auto widest_first = [](const Values& v) {
     return [&v](NodeId a, NodeId c) {
       return v.arena[static_cast<size_t>(a)].row_bytes() > v.arena[static_cast<size_t>(c)].row_bytes();

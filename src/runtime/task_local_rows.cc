@@ -40,13 +40,13 @@ void VertexRunner::size_task_local() {
     const bool all = !options_.on(Optimisation::skip_zero_work) ||
                      std::find(v->group_failed.begin(), v->group_failed.end(), 1) != v->group_failed.end();
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (all && task_local(*v, i)) v->local_rows[i] = task_rows_;
+      if (all && task_local(*v, i)) v->local_rows[i] = batch_plan_->task_rows;
   }
   if (!options_.on(Optimisation::skip_zero_work)) return;
   std::vector<std::pair<Values*, size_t>> open;  // task-local values still below the largest task
   for (Values* v : {&fwd_, &bwd_})
     for (size_t i = 0; i < v->arena.size(); ++i)
-      if (task_local(*v, i) && materialized(*v, i) && v->local_rows[i] < task_rows_) open.emplace_back(v, i);
+      if (task_local(*v, i) && materialized(*v, i) && v->local_rows[i] < batch_plan_->task_rows) open.emplace_back(v, i);
   for (size_t ti = 0; ti < tasks.size() && !open.empty(); ++ti) {
     task_flags(ti, /*backward=*/true, main_, /*assume_nonzero=*/true);
     const int64_t bs = tasks[ti].bs;
@@ -57,9 +57,9 @@ void VertexRunner::size_task_local() {
 
 void VertexRunner::grow_task_local(Values& v) {
   for (size_t i = 0; i < v.arena.size(); ++i)
-    if (task_local(v, i) && v.local_rows[i] < task_rows_) {
-      if (materialized(v, i)) v.arena[i].reserve_rows(task_rows_, /*keep=*/true);
-      v.local_rows[i] = task_rows_;
+    if (task_local(v, i) && v.local_rows[i] < batch_plan_->task_rows) {
+      if (materialized(v, i)) v.arena[i].reserve_rows(batch_plan_->task_rows, /*keep=*/true);
+      v.local_rows[i] = batch_plan_->task_rows;
     }
 }
 

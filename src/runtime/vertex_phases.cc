@@ -76,10 +76,10 @@ void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* o
   const bool skip = options_.on(Optimisation::skip_zero_work);
   const bool leave = skip && v.unwritten[n.id];
   for (size_t i = first; i < end;) {
-    const bool unused = leave && absence_[i].pull_grad_unused;
+    const bool unused = leave && batch_plan_->absence[i].pull_grad_unused;
     Task span{tasks[i].offset, 0};
     size_t j = i;
-    for (; j < end && (leave && absence_[j].pull_grad_unused) == unused; ++j) span.bs += tasks[j].bs;
+    for (; j < end && (leave && batch_plan_->absence[j].pull_grad_unused) == unused; ++j) span.bs += tasks[j].bs;
     if (unused) skipped_ += static_cast<int64_t>(j - i);
     else exec_node(v, n, span, -1, ctx, obs, lane);
     for (; i < j && skip; ++i) task_pull_zero_[i] = unused || pulled_zero(view(v, n.id, tasks[i]), i);
@@ -176,8 +176,8 @@ void VertexRunner::copy_pushed(MatView pushed) { copy_pushed_rows({}, pushed, sc
 
 void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull,
                             bool d_pull_table, const Observer* obs, const std::function<void()>* tick) {
-  SYLVA_ASSERT(!d_pull_table || !pull_rows_.empty(), "a pull gradient into a table the pull did not read");
-  if (write_message_grads_) zero_message_grads(unwritten_rows_);
+  SYLVA_ASSERT(!d_pull_table || !batch_plan_->pull_rows.empty(), "a pull gradient into a table the pull did not read");
+  if (batch_plan_->write_message_grads) zero_message_grads(batch_plan_->unwritten_rows);
   else if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
   d_pushed_ = d_pushed;
   d_pushed_rows_ = d_pushed_rows;

@@ -66,7 +66,6 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   }
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
-  find_children_blocks();
   pair_lent_arenas();
   const NodeId kept[] = {plan_->push_col >= 0 ? ir::kNoNode : plan_->push_source, plan_->scatter_source};
   fwd_.unwritten = unwritten_zero_nodes(plan_->forward, &plan_->backward, kept);
@@ -102,60 +101,22 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
 }
 
 bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
-  if (absence_[ti].pull_grad_unused) return true;  // every row looked up id -1: no need to read them
+  if (batch_plan_->absence[ti].pull_grad_unused) return true;  // every row looked up id -1: no need to read them
   return backend_.memory().host_visible() && all_zero_bytes(block);
 }
 
-void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids,
-                           bool pull_from_table) {
+void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::shared_ptr<const BatchPlan> plan) {
+  SYLVA_ASSERT(plan && plan->rows == schedule.num_rows() && plan->tasks.size() == schedule.tasks.size(),
+               "a batch plan of another schedule");
+  SYLVA_ASSERT(static_cast<int64_t>(plan->child_rows.size()) == plan_->gather_slots, "a batch plan of ",
+               plan->child_rows.size(), " gather slots for a vertex function of ", plan_->gather_slots);
   batch_ = &batch;
   schedule_ = &schedule;
+  batch_plan_ = std::move(plan);
   const ir::Graph& g = *plan_->forward.graph;
   const int64_t rows = schedule.num_rows();
-  const int64_t max_read = g.max_children_read();
-  if (max_read >= 0 && batch.max_arity() > max_read) {
-    for (int32_t v = 0; v < batch.num_vertices(); ++v)
-      SYLVA_CHECK(static_cast<int64_t>(batch.children(v).size()) <= max_read, "[apply] ", batch.describe_vertex(v),
-                  " has ", batch.children(v).size(), " children but vertex function '", g.name(), "' reads at most ",
-                  max_read, " (gather slots 0..", max_read - 1, "); use gather_reduce() for any arity");
-  }
-  // Gather tables in row order: one contiguous span per task.
-  // F may use gather(i) and gather_reduce() together: tables for both.
-  child_rows_.assign(static_cast<size_t>(plan_->gather_slots), {});
-  for (int64_t slot = 0; slot < static_cast<int64_t>(child_rows_.size()); ++slot) {
-    auto& t = child_rows_[slot];
-    t.resize(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      auto ch = batch.children(schedule.vertex_of_row[r]);
-      t[r] = slot < static_cast<int64_t>(ch.size()) && ch[slot] >= 0 ? schedule.row_of_vertex[ch[slot]] : -1;
-    }
-  }
-  reduce_offsets_.clear();
-  if (plan_->gathers_all) {
-    reduce_offsets_.assign(static_cast<size_t>(rows) + 1, 0);
-    reduce_src_.clear();
-    reduce_dst_.clear();
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int32_t c : batch.children(schedule.vertex_of_row[r]))
-        if (c >= 0) {
-          reduce_src_.push_back(schedule.row_of_vertex[c]);
-          reduce_dst_.push_back(static_cast<int32_t>(r));
-        }
-      reduce_offsets_[r + 1] = static_cast<int32_t>(reduce_src_.size());
-    }
-  }
-  pull_rows_.clear();
-  if (pull_from_table) {  // row r pulls the table's row of its vertex's id
-    SYLVA_ASSERT(!pull_ids.empty(), "a pull from a table without ids");
-    for (int64_t r = 0; r < rows; ++r) pull_rows_.push_back(pull_ids[static_cast<size_t>(schedule.vertex_of_row[r])]);
-  }
-  absence_ = task_absence(schedule, child_rows_, reduce_offsets_, pull_ids);
   task_pull_zero_.assign(schedule.tasks.size(), 0);
   minus_ones_.assign(static_cast<size_t>(rows), -1);
-  plan_message_writes();
-  plan_children_blocks();
-  task_rows_ = 0;
-  for (const Task& t : schedule.tasks) task_rows_ = std::max(task_rows_, t.bs);
   size_task_local();
   main_.zero_f.assign(g.size(), 0);
   for (Values* v : {&fwd_, &bwd_})
@@ -176,8 +137,8 @@ bool VertexRunner::task_local(const Values& v, size_t i) const {
 }
 
 void VertexRunner::reserve(Values& v, size_t i) {
-  if (children_blocks_ && !v.backward && static_cast<NodeId>(i) == concat_block_) {  // its other rows are views
-    v.arena[i].reserve_rows(unblocked_rows_);
+  if (batch_plan_->children.in_place && !v.backward && static_cast<NodeId>(i) == batch_plan_->children.nodes.concat) {  // its other rows are views
+    v.arena[i].reserve_rows(batch_plan_->children.concat_rows);
     return;
   }
   const int64_t rows = task_local(v, i) ? v.local_rows[i] : schedule_->num_rows();
@@ -189,7 +150,7 @@ MatView VertexRunner::view(Values& v, NodeId id, const Task& t) {
   const Node& n = v.plan->graph->node(id);
   switch (v.plan->home[id]) {
     case Home::arena:
-      if (children_blocks_ && id == (v.backward ? grad_block_ : concat_block_))
+      if (batch_plan_->children.in_place && id == (v.backward ? batch_plan_->children.nodes.grad : batch_plan_->children.nodes.concat))
         if (const MatView block = children_block(v.backward, t); block.data) return block;
       if (v.backward && lender_[static_cast<size_t>(id)] != ir::kNoNode)
         return lent_rows(static_cast<size_t>(id), t.offset, t.bs);
@@ -215,35 +176,8 @@ MatView VertexRunner::fixed_out(Values& v, const Node& n) {
 
 MatView VertexRunner::scatter_grad_all() { return scatter_grad_.rows(0, schedule_->num_rows()); }
 
-// A row's message gradient is the sum of what its parents' gather
-// gradients send it. Where no row hears from two of them (a forest of trees
-// or chains, each slot gathered once), the one that does writes the row and
-// only the rows none writes (roots) are zeroed: no zero fill of every row
-// before the loop and no read of it under the add. DAGs, a slot gathered
-// twice and gather_reduce keep the fill and the adds.
-void VertexRunner::plan_message_writes() {
-  write_message_grads_ = false;
-  if (plan_->scatter_source == ir::kNoNode || plan_->gathers_all) return;
-  const int64_t rows = schedule_->num_rows();
-  message_writers_.assign(static_cast<size_t>(rows), 0);
-  const plan::GraphPlan& b = plan_->backward;
-  for (const Node& n : b.graph->nodes()) {
-    if (n.op != OpKind::GatherGradOut || !b.runs(n.id)) continue;
-    for (int32_t c : child_rows_[static_cast<size_t>(n.attrs.slot)])
-      if (c >= 0 && ++message_writers_[static_cast<size_t>(c)] > 1) return;
-  }
-  unwritten_rows_.clear();
-  for (int64_t r = 0; r < rows; ++r)
-    if (!message_writers_[static_cast<size_t>(r)]) unwritten_rows_.push_back(static_cast<int32_t>(r));
-  write_message_grads_ = true;
-}
-
 void VertexRunner::zero_message_grads(std::span<const int32_t> rows) {
   if (!rows.empty()) backend_.copy_rows(scatter_grad_all(), {minus_ones_.data(), rows.size()}, scatter_grad_all(), rows);
-}
-
-std::span<const int32_t> VertexRunner::rows_in(const std::vector<int32_t>& table, const Task& t) {
-  return {table.data() + t.offset, static_cast<size_t>(t.bs)};
 }
 
 MatView VertexRunner::messages() const {
@@ -255,18 +189,18 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
   const std::span<const int32_t> vertices = rows_in(schedule_->vertex_of_row, t);
   switch (n.op) {
     case OpKind::Pull:  // from [V, d] in vertex order, or a table (pull_from_table)
-      backend_.copy_rows(pull_, pull_rows_.empty() ? vertices : rows_in(pull_rows_, t), out, {});
+      backend_.copy_rows(pull_, batch_plan_->pull_rows.empty() ? vertices : rows_in(batch_plan_->pull_rows, t), out, {});
       return;
     case OpKind::PushGradIn:
       backend_.copy_rows(d_pushed_, d_pushed_rows_.empty() ? vertices : d_pushed_rows_.subspan(t.offset, t.bs), out, {});
       return;
-    case OpKind::Gather: backend_.copy_rows(messages(), rows_in(child_rows_[n.attrs.slot], t), out, {}); return;
+    case OpKind::Gather: backend_.copy_rows(messages(), rows_in(batch_plan_->child_rows[n.attrs.slot], t), out, {}); return;
     case OpKind::GatherReduce: {
       backend_.fill_zero(out);
-      int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
+      int32_t b = batch_plan_->reduce_offsets[t.offset], e = batch_plan_->reduce_offsets[t.offset + t.bs];
       if (e == b) return;  // an empty index span would mean "all rows"
-      backend_.add_rows(messages(), {reduce_src_.data() + b, static_cast<size_t>(e - b)},
-                        rebase(out, t, schedule_->num_rows()), {reduce_dst_.data() + b, static_cast<size_t>(e - b)});
+      backend_.add_rows(messages(), {batch_plan_->reduce_src.data() + b, static_cast<size_t>(e - b)},
+                        rebase(out, t, schedule_->num_rows()), {batch_plan_->reduce_dst.data() + b, static_cast<size_t>(e - b)});
       return;
     }
     default: break;
@@ -278,8 +212,8 @@ void VertexRunner::run_boundary(const Node& n, const Task& t, MatView out) {
 // gradients that are written rather than added, get zeros rather than
 // stale values.
 void VertexRunner::skip_unneeded(const Node& n, const Task& t) {
-  if (n.op == OpKind::GatherGradOut && write_message_grads_)
-    zero_message_grads(rows_in(child_rows_[n.attrs.slot], t));
+  if (n.op == OpKind::GatherGradOut && batch_plan_->write_message_grads)
+    zero_message_grads(rows_in(batch_plan_->child_rows[n.attrs.slot], t));
   if (n.op == OpKind::PullGradOut && d_pull_.data && !d_pull_table_)  // a table's rows: ids -1, nothing to add
     backend_.copy_rows(d_pull_, {minus_ones_.data(), static_cast<size_t>(t.bs)}, d_pull_,
                        {schedule_->vertex_of_row.data() + t.offset, static_cast<size_t>(t.bs)});
@@ -402,7 +336,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   if (!v.plan->runs(n.id) || v.plan->phase[i] != Phase::loop || v.plan->folded[i]) return;  // folded: at its ParamGradOut
   const bool skip = options_.on(Optimisation::skip_zero_work);
   if (windows_ && v.plan->in_window[i]) {  // read through by its consumer's window; F's zero flag still counts
-    if (skip && !v.backward) main_.zero_f[i] = absence_[static_cast<size_t>(task_index)].message_absent(n);
+    if (skip && !v.backward) main_.zero_f[i] = batch_plan_->absence[static_cast<size_t>(task_index)].message_absent(n);
     return;
   }
   if (skip && v.backward && main_.unneeded[i]) {
@@ -412,7 +346,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   const bool pull = !v.backward && n.id == plan_->pull;
   if (skip && !v.backward && !pull) {  // the pull's flag is set once its rows are read
     const bool gathers = ir::op_def(n.op).zeros == ir::Zeros::absent_message;
-    main_.zero_f[i] = gathers ? absence_[static_cast<size_t>(task_index)].message_absent(n)
+    main_.zero_f[i] = gathers ? batch_plan_->absence[static_cast<size_t>(task_index)].message_absent(n)
                               : ir::zero_from_inputs(n, main_.zero_f);
   }
   if (skip && skips_when_zero(n, h) && (v.backward ? main_.zero_b : main_.zero_f)[i]) {
@@ -453,7 +387,7 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
     for (NodeId in : n.inputs) {
       const Node& gather = v.plan->graph->node(in);
       const int64_t cols = gather.type.cols();
-      backend_.move_row_windows(messages(), rows_in(child_rows_[gather.attrs.slot], t), out, {}, {0, col, cols}, false);
+      backend_.move_row_windows(messages(), rows_in(batch_plan_->child_rows[gather.attrs.slot], t), out, {}, {0, col, cols}, false);
       col += cols;
     }
     if (options_.check_numerics) check_numerics(v, n, t, out, lane);
@@ -476,26 +410,26 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
     case OpKind::GatherGradOut:
       if (windows_ && v.plan->window[n.id]) {  // straight from the sliced value's columns
         const Node& slice = v.plan->graph->node(n.inputs[0]);
-        backend_.move_row_windows(view(v, slice.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t),
-                                  {slice.attrs.begin, 0, slice.type.cols()}, !write_message_grads_);
+        backend_.move_row_windows(view(v, slice.inputs[0], t), {}, scatter_grad_all(), rows_in(batch_plan_->child_rows[n.attrs.slot], t),
+                                  {slice.attrs.begin, 0, slice.type.cols()}, !batch_plan_->write_message_grads);
         return;
       }
-      if (write_message_grads_)
-        backend_.copy_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
+      if (batch_plan_->write_message_grads)
+        backend_.copy_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(batch_plan_->child_rows[n.attrs.slot], t));
       else
-        backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(child_rows_[n.attrs.slot], t));
+        backend_.add_rows(view(v, n.inputs[0], t), {}, scatter_grad_all(), rows_in(batch_plan_->child_rows[n.attrs.slot], t));
       return;
     case OpKind::GatherReduceGradOut: {
       const MatView g_abs = rebase(view(v, n.inputs[0], t), t, schedule_->num_rows());
-      const int32_t b = reduce_offsets_[t.offset], e = reduce_offsets_[t.offset + t.bs];
+      const int32_t b = batch_plan_->reduce_offsets[t.offset], e = batch_plan_->reduce_offsets[t.offset + t.bs];
       if (e > b)
-        backend_.add_rows(g_abs, {reduce_dst_.data() + b, static_cast<size_t>(e - b)}, scatter_grad_all(),
-                          {reduce_src_.data() + b, static_cast<size_t>(e - b)});
+        backend_.add_rows(g_abs, {batch_plan_->reduce_dst.data() + b, static_cast<size_t>(e - b)}, scatter_grad_all(),
+                          {batch_plan_->reduce_src.data() + b, static_cast<size_t>(e - b)});
       return;
     }
     case OpKind::PullGradOut:
       if (!d_pull_.data) return;
-      if (d_pull_table_) backend_.add_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(pull_rows_, t));
+      if (d_pull_table_) backend_.add_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(batch_plan_->pull_rows, t));
       else backend_.copy_rows(view(v, n.inputs[0], t), {}, d_pull_, rows_in(schedule_->vertex_of_row, t));
       return;
     case OpKind::ParamGradOut: {
@@ -517,7 +451,7 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
 }
 
 void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane, bool assume_nonzero) const {
-  const Absence& a = absence_[ti];
+  const Absence& a = batch_plan_->absence[ti];
   const bool pull_zero = !assume_nonzero && task_pull_zero_[ti] != 0;
   const bool push_zero = !assume_nonzero && backward && ti < task_push_zero_.size() && task_push_zero_[ti];
   // Everything the flags depend on besides the plan.

@@ -13,6 +13,7 @@
 #include "sylva/backend/backend.h"
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/plan/trimmed_programs.h"
+#include "sylva/runtime/batch_plan.h"
 #include "sylva/plan/vertex_plan.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/observer.h"
@@ -55,14 +56,12 @@ class VertexRunner {
                RunnerOptions options);
   ~VertexRunner();
 
-  /// Per minibatch, before forward(): validates arity, builds the gather
-  /// index tables and sizes every arena for the schedule's rows.
-  /// `pull_ids` (vertex order, may be empty): when F's pull input is a
-  /// lookup, its ids; rows with id -1 are zero rows whose gradient is unused.
-  /// `pull_from_table`: forward()'s pull is the lookup's table, not the
-  /// lookup (Optimisation::pull_from_table).
-  void prepare(const GraphBatch& batch, const Schedule& schedule, std::span<const int32_t> pull_ids = {},
-               bool pull_from_table = false);
+  /// Per minibatch, before forward(): takes the minibatch's plan (built by
+  /// build_batch_plan for this runner's VertexPlan and `schedule`: its row
+  /// tables, absences, message writes, children blocks) and sizes every
+  /// arena for it. With the plan's pull_rows, forward()'s pull is the
+  /// lookup's table, not the lookup (Optimisation::pull_from_table).
+  void prepare(const GraphBatch& batch, const Schedule& schedule, std::shared_ptr<const BatchPlan> plan);
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull), or with prepare's pull_from_table the table, row r pulling
   /// its row pull_ids[vertex of r] (-1: zeros); pushed: [V, h] in vertex order, or none (no data): then
@@ -86,6 +85,8 @@ class VertexRunner {
                 const Observer* obs, const std::function<void()>* tick = nullptr);
 
   const plan::VertexPlan& plan() const { return *plan_; }
+  /// The last minibatch's plan (prepare), or null before the first.
+  const BatchPlan* batch_plan() const { return batch_plan_.get(); }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_.load(); }
   /// f summed over every buffer of F's and ∂F's values (their capacity:
@@ -218,22 +219,19 @@ class VertexRunner {
   void grow_task_local(Values& v);
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
   // The rows of task t in a per-row table (gather's children, vertex_of_row).
-  static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t);
+  static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t) {
+    return BatchPlan::rows_in(table, t);
+  }
   // What children scattered, all rows (F's scatter source).
   MatView messages() const;
   // Whether the pulled rows of task ti (`block`) are all zero: read on the
   // host, or on a device known from the lookup's ids alone.
   bool pulled_zero(const MatView& block, size_t ti) const;
   MatView scatter_grad_all();
-  // Whether each row's message gradient has one writer at most (trees,
-  // chains): then it is written rather than added into zeros.
-  void plan_message_writes();
   // Zeros in the message-gradient rows `rows` (-1 entries skipped).
   void zero_message_grads(std::span<const int32_t> rows);
   // Children in place (children_blocks.cc): F's concat and ∂F's value
-  // that are views of the children's rows, when the batch allows.
-  void find_children_blocks();
-  void plan_children_blocks();
+  // that are views of the children's rows, where the batch plan says so.
   MatView children_block(bool backward, const Task& t);
   // Whether n is F's concat or a gather gradient of ∂F and t's rows have their children in place.
   bool in_children_block(const Values& v, const ir::Node& n, const Task& t);
@@ -255,33 +253,16 @@ class VertexRunner {
 
   const GraphBatch* batch_ = nullptr;
   const Schedule* schedule_ = nullptr;
-  int64_t task_rows_ = 0;  // rows of the largest task of the schedule
-  std::vector<std::vector<int32_t>> child_rows_;  // per gather slot, per row: the child's row or -1
-  std::vector<int32_t> reduce_offsets_, reduce_src_, reduce_dst_;  // per-row child rows (gather_reduce)
-  // Message gradients written, not added (plan_message_writes): every row
-  // has at most one gather gradient writing it; the rows none writes.
-  bool write_message_grads_ = false;
-  std::vector<uint8_t> message_writers_;
-  std::vector<int32_t> unwritten_rows_;
-  // Children in place: F's concat of the gathers and ∂F's value whose
-  // slices are the gather gradients (kNoNode: F has no such pair); whether
-  // this batch has them in place; per row its first child's row (-1: none);
-  // prefix counts of the rows that have.
-  ir::NodeId concat_block_ = ir::kNoNode, grad_block_ = ir::kNoNode;
-  bool children_blocks_ = false;
-  std::vector<int32_t> child_base_, blocked_rows_;
-  int64_t unblocked_rows_ = 0;  // the concat's arena rows still used: up to the last row without children
+  std::shared_ptr<const BatchPlan> batch_plan_;  // this minibatch's (prepare)
   // Per node of ∂F: the node of F whose arena holds its rows (kNoNode: its own).
   std::vector<ir::NodeId> lender_;
   MatView pull_, d_pushed_, d_pull_;
-  std::vector<int32_t> pull_rows_;  // pull_from_table: per row, the table row it pulls (-1: zeros); else empty
   bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)
   std::span<const int32_t> d_pushed_rows_;  // backward(): d_pushed's row per row, or empty (vertex order)
   uint64_t step_ = 0;  // of the last forward (ExecContext::step), for messages
 
   // Skipping zero work (zero_work.h).
   std::atomic<int64_t> skipped_ = 0;
-  std::vector<Absence> absence_;
   std::vector<uint8_t> task_pull_zero_;
   std::vector<uint8_t> task_push_zero_;  // backward(): no row of the task has a pushed gradient
   DynamicTensor zero_row_;               // one row of zeros as wide as any value, for group_input

@@ -9,31 +9,6 @@ using ir::Node;
 using ir::NodeId;
 using ir::OpKind;
 
-bool Absence::message_absent(const Node& n) const {
-  if (n.op == OpKind::GatherReduce) return no_children;
-  return n.attrs.slot < 64 && (slots >> n.attrs.slot & 1u);
-}
-
-std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<std::vector<int32_t>>& child_rows,
-                                  const std::vector<int32_t>& reduce_offsets, std::span<const int32_t> pull_ids) {
-  std::vector<Absence> out(schedule.tasks.size());
-  for (size_t ti = 0; ti < schedule.tasks.size(); ++ti) {
-    const Task& t = schedule.tasks[ti];
-    Absence& a = out[ti];
-    for (size_t slot = 0; slot < std::min<size_t>(child_rows.size(), 64); ++slot) {
-      const int32_t* c = child_rows[slot].data() + t.offset;
-      if (std::all_of(c, c + t.bs, [](int32_t r) { return r < 0; })) a.slots |= 1ull << slot;
-    }
-    a.no_children = !reduce_offsets.empty() && reduce_offsets[t.offset] == reduce_offsets[t.offset + t.bs];
-    if (!pull_ids.empty()) {
-      const int32_t* v = schedule.vertex_of_row.data() + t.offset;
-      a.pull_grad_unused =
-          std::all_of(v, v + t.bs, [&](int32_t x) { return pull_ids[static_cast<size_t>(x)] < 0; });
-    }
-  }
-  return out;
-}
-
 void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
                 std::vector<uint8_t>& zero, bool push_zero) {
   zero.assign(p.graph->size(), 0);

@@ -9,30 +9,17 @@
 
 #include "sylva/backend/backend.h"
 #include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/batch_plan.h"
 #include "sylva/runtime/graph_batch.h"
 #include "sylva/runtime/schedule.h"
 
 namespace sylva::detail {
 
-/// What a task lacks at every one of its rows.
-struct Absence {
-  uint64_t slots = 0;             ///< bit s: gather slot s has no child (slots 0..63)
-  bool no_children = false;       ///< gather_reduce: no row has a child
-  bool pull_grad_unused = false;  ///< every row looked up id -1: its pull gradient is unused
-  /// Whether gather (reduce) node `n` reads only absent messages.
-  bool message_absent(const ir::Node& n) const;
-};
+using sylva::Absence;  // sylva/runtime/batch_plan.h: the facts pass plan_absences adds
 
 /// How a node is handled for a task: run, filled with zeros (its inputs
 /// make it zero), or left out (nobody needs its result).
 enum class TaskState : uint8_t { run, zero, unneeded };
-
-/// Per task of `schedule`: what is absent. `child_rows[s][r]`: row r's
-/// child in gather slot s (-1: none); `reduce_offsets` (empty without
-/// gather_reduce): row r's children span; `pull_ids` (vertex order, may be
-/// empty): the pulled lookup's ids.
-std::vector<Absence> task_absence(const Schedule& schedule, const std::vector<std::vector<int32_t>>& child_rows,
-                                  const std::vector<int32_t>& reduce_offsets, std::span<const int32_t> pull_ids);
 
 /// zero[n] for every node of `p` (F or ∂F) given the task's absence,
 /// whether its pulled block was all zero and (for ∂F) F's zero flags and

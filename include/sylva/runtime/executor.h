@@ -12,6 +12,7 @@
 #include "sylva/frontend/program.h"
 #include "sylva/plan/program_plan.h"
 #include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/batch_plan.h"
 #include "sylva/runtime/observer.h"
 #include "sylva/runtime/options.h"
 #include "sylva/runtime/param_store.h"
@@ -100,6 +101,10 @@ class Executor {
   /// The whole plan of that apply's vertex function (F, ∂F, phases, fused
   /// groups; print it with to_text()). Observers see these graphs' nodes.
   const plan::VertexPlan& vertex_plan(Symbol apply) const;
+  /// The plan of the last minibatch for that apply (its row tables, what
+  /// each task lacks, message writes, children blocks; print it with
+  /// to_text()). sylva::Error before the first forward().
+  const BatchPlan& batch_plan(Symbol apply) const;
   /// Tells an executor on a device that since the last forward() the host
   /// changed, of the parameters named in `only`, just the listed rows (the
   /// others anywhere): the next forward() uploads only those rows of them.

@@ -1,0 +1,110 @@
+// The plan of one minibatch for one vertex function: everything about the
+// minibatch that decides how F and ∂F run over it -- the row tables, what
+// each task lacks (skipping zero work), whether message gradients can be
+// written rather than added, the children blocks read in place -- as an
+// immutable value built before forward() by pure functions from the
+// VertexPlan and the Schedule. Each optimisation's facts come from a pass of
+// its own (batch plan in, batch plan out); the VertexRunner reads the plan
+// and decides none of it. Print it with to_text(); the Executor shows the
+// last one of an apply (Executor::batch_plan).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sylva/plan/vertex_plan.h"
+#include "sylva/runtime/graph_batch.h"
+#include "sylva/runtime/options.h"
+#include "sylva/runtime/schedule.h"
+
+namespace sylva {
+
+/// What a task lacks at every one of its rows (Optimisation::skip_zero_work).
+struct Absence {
+  uint64_t slots = 0;             ///< bit s: gather slot s has no child (slots 0..63)
+  bool no_children = false;       ///< gather_reduce: no row has a child
+  bool pull_grad_unused = false;  ///< every row looked up id -1: its pull gradient is unused
+  /// Whether gather (reduce) node `n` reads only absent messages.
+  bool message_absent(const ir::Node& n) const;
+  bool operator==(const Absence&) const = default;
+};
+
+/// F's concat of gather(0) .. gather(S-1) and ∂F's value whose slices are
+/// the gather gradients: the pair children_in_place reads as views of the
+/// children's rows (kNoNode: F has none; a concat with grad kNoNode is not
+/// read in place). A fact of the vertex plan.
+struct ChildrenBlockNodes {
+  ir::NodeId concat = ir::kNoNode, grad = ir::kNoNode;
+};
+/// The pair of `plan`, or none (see ChildrenBlockNodes).
+ChildrenBlockNodes children_block_nodes(const plan::VertexPlan& plan);
+
+struct BatchPlan {
+  int64_t rows = 0;       ///< rows of the minibatch (its vertices, in task order)
+  int64_t task_rows = 0;  ///< rows of its largest task
+  std::vector<Task> tasks;
+  /// Per gather slot, per row: the row of the child in that slot (-1: none).
+  std::vector<std::vector<int32_t>> child_rows;
+  /// gather_reduce: row r's children are reduce_src[reduce_offsets[r] ..
+  /// reduce_offsets[r + 1]) (rows), reduce_dst the row of each; empty
+  /// without gather_reduce.
+  std::vector<int32_t> reduce_offsets, reduce_src, reduce_dst;
+  /// Pulls from the table: per row, the table row it pulls (-1: zeros);
+  /// empty otherwise.
+  std::vector<int32_t> pull_rows;
+
+  /// Pass plan_absences: per task, what it lacks at every row.
+  std::vector<Absence> absence;
+  /// Pass plan_message_writes: every row's message gradient has at most
+  /// one writer (trees, chains), so the gather gradients write rather than
+  /// add, and only `unwritten_rows` (no writer: roots) are zeroed.
+  bool write_message_grads = false;
+  std::vector<int32_t> unwritten_rows;
+  /// Pass plan_children_blocks (Optimisation::children_in_place): every
+  /// task has its children in consecutive rows in slot order, or none.
+  struct Children {
+    bool in_place = false;
+    ChildrenBlockNodes nodes;          ///< the concat and gradient read in place
+    std::vector<int32_t> first_child;  ///< per row: its first child's row (-1: none)
+    std::vector<int32_t> blocked;      ///< prefix counts of the rows with children in place [rows + 1]
+    int64_t concat_rows = 0;           ///< rows F's concat still keeps: up to the last task without children
+  } children;
+
+  /// The rows of task t in a per-row table (child_rows[s], pull_rows).
+  static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t) {
+    return {table.data() + t.offset, static_cast<size_t>(t.bs)};
+  }
+  /// A summary: rows, tasks and each pass's facts (a line per task).
+  std::string to_text() const;
+};
+
+/// The base plan: the row tables of `schedule` for `vp`'s gathers and pull.
+/// Checks that no vertex has more children than F reads (sylva::Error
+/// naming it). `pull_ids` (vertex order, may be empty): the pulled lookup's
+/// ids; with `pull_from_table`, pull_rows maps each row to its table row.
+BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const Schedule& schedule,
+                    std::span<const int32_t> pull_ids, bool pull_from_table);
+/// Adds each task's Absence (pull_ids as for plan_rows).
+BatchPlan plan_absences(BatchPlan p, const Schedule& schedule, std::span<const int32_t> pull_ids);
+/// Adds write_message_grads and unwritten_rows for `vp`'s ∂F.
+BatchPlan plan_message_writes(BatchPlan p, const plan::VertexPlan& vp);
+/// Adds the children blocks of `nodes` (after plan_message_writes): in
+/// place only where every task has its children in order or none, and the
+/// message gradients are written.
+BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp, ChildrenBlockNodes nodes);
+
+/// What build_batch_plan needs besides the plans.
+struct BatchPlanInputs {
+  const GraphBatch& batch;
+  const Schedule& schedule;
+  std::span<const int32_t> pull_ids = {};
+  bool pull_from_table = false;
+  /// The backend uses the plan's row windows (Optimisation::row_windows and Backend::has_row_windows()).
+  bool row_windows = false;
+};
+/// Every pass the optimisations call for, in order.
+BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on);
+
+}  // namespace sylva

@@ -1,0 +1,101 @@
+// Pass plan_children_blocks (Optimisation::children_in_place): where every
+// parent's children sit in consecutive rows in slot order, and parents in
+// row order have consecutive children blocks (complete trees in BFS order:
+// Cavs's contiguous blocks), F's concat of the gathered messages is a view
+// of the children's message rows -- [bs, S·h] is the same memory as the
+// [S·bs, h] rows of the messages -- and ∂F writes the gradient of that
+// concat straight into the children's message-gradient rows. Neither the
+// gathers nor the gather gradients copy a row.
+#include <algorithm>
+
+#include "sylva/runtime/batch_plan.h"
+
+namespace sylva {
+
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+
+// F: a row-window concat of gather(0) .. gather(S-1) in slot order, each a
+// message wide. ∂F: one value whose slices [k·h, (k+1)·h) are the row-window
+// gather gradients of slot k, for every slot once. A concat without such a
+// gradient comes back alone (grad kNoNode): it is not read in place, but it
+// is not a lent arena's lender either (lent_arenas.cc).
+ChildrenBlockNodes children_block_nodes(const plan::VertexPlan& vp) {
+  const int64_t S = vp.gather_slots;
+  if (vp.gathers_all || S < 1 || vp.scatter_source == ir::kNoNode) return {};
+  const plan::GraphPlan& f = vp.forward;
+  const int64_t h = f.graph->node(vp.scatter_source).type.cols();
+  NodeId concat = ir::kNoNode;
+  for (const Node& n : f.graph->nodes()) {
+    if (!f.window[static_cast<size_t>(n.id)] || n.op != OpKind::Concat || static_cast<int64_t>(n.inputs.size()) != S)
+      continue;
+    bool ok = true;
+    for (int64_t k = 0; k < S; ++k) {
+      const Node& g = f.graph->node(n.inputs[static_cast<size_t>(k)]);
+      ok = ok && g.op == OpKind::Gather && g.attrs.slot == k && g.type.cols() == h;
+    }
+    if (ok) {
+      concat = n.id;
+      break;
+    }
+  }
+  if (concat == ir::kNoNode) return {};
+  const plan::GraphPlan& b = vp.backward;
+  NodeId source = ir::kNoNode;
+  std::vector<int> seen(static_cast<size_t>(S), 0);
+  for (const Node& n : b.graph->nodes()) {
+    if (n.op != OpKind::GatherGradOut || !b.runs(n.id)) continue;
+    const Node& slice = b.graph->node(n.inputs[0]);
+    const int64_t k = n.attrs.slot;
+    if (!b.window[static_cast<size_t>(n.id)] || slice.op != OpKind::Slice || k < 0 || k >= S ||
+        slice.attrs.begin != k * h || slice.type.cols() != h || (source != ir::kNoNode && slice.inputs[0] != source))
+      return {concat, ir::kNoNode};
+    source = slice.inputs[0];
+    ++seen[static_cast<size_t>(k)];
+  }
+  for (int c : seen)
+    if (c != 1) return {concat, ir::kNoNode};
+  if (source == ir::kNoNode || b.home[static_cast<size_t>(source)] != plan::Home::arena ||
+      b.graph->node(source).type.cols() != S * h)
+    return {concat, ir::kNoNode};
+  return {concat, source};
+}
+
+// Whether every task either has no children at all or has them in place,
+// with the children blocks of consecutive rows consecutive too.
+BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp, ChildrenBlockNodes nodes) {
+  BatchPlan::Children& c = p.children;
+  c = {};
+  if (nodes.grad == ir::kNoNode || !p.write_message_grads) return p;
+  const auto S = static_cast<int32_t>(vp.gather_slots);
+  const auto rows = static_cast<size_t>(p.rows);
+  std::vector<int32_t> first(rows, -1);
+  int64_t next = -1, any = 0, concat_rows = 0;
+  for (const Task& t : p.tasks) {
+    const bool leaf = p.child_rows[0][static_cast<size_t>(t.offset)] < 0;
+    if (leaf) concat_rows = std::max(concat_rows, t.offset + t.bs);
+    for (int64_t r = t.offset; r < t.offset + t.bs; ++r) {
+      const int32_t child = p.child_rows[0][static_cast<size_t>(r)];
+      if (!leaf && child < 0) return p;  // a task of rows with children and rows without
+      for (int32_t k = 0; k < S; ++k) {
+        const int32_t want = leaf ? -1 : (next < 0 ? child : static_cast<int32_t>(next)) + k;  // slot k, in order
+        if (p.child_rows[static_cast<size_t>(k)][static_cast<size_t>(r)] != want) return p;
+      }
+      if (leaf) continue;
+      first[static_cast<size_t>(r)] = child;
+      next = child + S;
+      ++any;
+    }
+  }
+  if (any == 0) return p;
+  c.in_place = true;
+  c.nodes = nodes;
+  c.first_child = std::move(first);
+  c.blocked.assign(rows + 1, 0);
+  for (size_t r = 0; r < rows; ++r) c.blocked[r + 1] = c.blocked[r] + (c.first_child[r] >= 0);
+  c.concat_rows = concat_rows;
+  return p;
+}
+
+}  // namespace sylva

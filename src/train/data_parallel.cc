@@ -424,24 +424,21 @@ void put_part(BlobWriter& w, int u, double loss, const std::vector<Parameter*>& 
 
 }  // namespace
 
-StepResult Trainer::parallel_step(const GraphBatch& batch) {
+// The host route of Trainer::step: this rank's share (or parts) forward and
+// backward, the gradients summed over the ranks -- dense buckets started
+// while the backward runs, row-sparse rows exchanged after it -- or, in
+// deterministic mode, every part's gradient gathered and added in order.
+void Trainer::host_ranks_gradients(const GraphBatch& batch, StepResult& r) {
   dist::Communicator* comm = options_.communicator;
   if (comm == nullptr) {
     if (!self_) self_ = dist::self_communicator();
     comm = self_.get();
   }
-  const double seconds_before = comm->seconds();
-  const int64_t bytes_before = comm->bytes_sent();
   const DataParallelOptions& po = options_.parallel;
   const int world = comm->size();
   const int32_t n = batch.num_samples();
   const detail::UnitPlan plan = detail::plan_units(batch, po, world, comm->rank());
 
-  params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
-  sparse_valid_ = false;
-  StepResult r;
-  r.samples = n;
-  r.vertices = batch.num_vertices();
   r.imbalance = plan.imbalance;
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / n : 1.0;
   const std::vector<Parameter*> all = params_.all();
@@ -494,14 +491,32 @@ StepResult Trainer::parallel_step(const GraphBatch& batch) {
   });
   SYLVA_CHECK(std::isfinite(r.loss), "[trainer] the loss is ", r.loss, " at step ", steps_, " (summed over ", world,
               " ranks); no parameter was updated. Lower the learning rate or enable clip_norm");
-  if (options_.weight_decay > 0.0)  // decay makes a gradient dense
-    for (const Parameter* p : all)
-      if (p->decay) sparse_.erase(p->name);
-  host_update(r);
-  if (po.fingerprint_every > 0 && world > 1 && steps_ % po.fingerprint_every == 0) detail::check_replicas(*comm, all, steps_);
-  r.comm_seconds = comm->seconds() - seconds_before;
-  r.comm_bytes = comm->bytes_sent() - bytes_before;
-  return r;
+}
+
+void Trainer::check_replicas_when_due(Route route) {
+  const int64_t every = options_.parallel.fingerprint_every;
+  if (route == Route::local || every <= 0 || steps_ % every != 0) return;
+  dist::Communicator* comm = options_.communicator ? options_.communicator : self_.get();
+  if (route == Route::host_ranks) {
+    if (comm->size() > 1) detail::check_replicas(*comm, params_.all(), steps_);
+    return;
+  }
+  if (!options_.sync_parameters) executor_.param_store().download_values();  // the replicas live on the devices
+  detail::check_replicas(*comm, params_.all(), steps_);
+}
+
+Trainer::CommTotals Trainer::comm_totals(Route route) const {
+  CommTotals t;
+  if (route == Route::local) return t;
+  if (const dist::Communicator* comm = options_.communicator ? options_.communicator : self_.get()) {
+    t.seconds += comm->seconds();
+    t.bytes += comm->bytes_sent();
+  }
+  if (route == Route::device_ranks && device_sums_) {
+    t.seconds += device_sums_->seconds();
+    t.bytes += device_sums_->bytes_sent();
+  }
+  return t;
 }
 
 }  // namespace sylva

@@ -98,22 +98,19 @@ void sum_on_device(dist::DeviceCommunicator& comm, ParamStore& store, const std:
 
 }  // namespace
 
-StepResult Trainer::device_parallel_step(const GraphBatch& batch) {
+// The device route of Trainer::step: this rank's share forward and
+// backward with the gradients on the device, then summed over the ranks on
+// the device (device_sums_: NCCL or staged through the host), the loss with
+// them; row-sparse parameters exchange only the union of the rows touched.
+void Trainer::device_ranks_gradients(const GraphBatch& batch, StepResult& r) {
   dist::Communicator& comm = *options_.communicator;
   ParamStore& store = executor_.param_store();
   Backend& device = executor_.backend();
   const DataParallelOptions& po = options_.parallel;
   if (!device_sums_) device_sums_ = make_device_sums(comm, device, po.device_sums);
-  const double seconds_before = comm.seconds() + device_sums_->seconds();
-  const int64_t bytes_before = comm.bytes_sent() + device_sums_->bytes_sent();
   const detail::UnitPlan plan = detail::plan_units(batch, po, comm.size(), comm.rank());
   const std::vector<int>& share_ids = plan.units[0];
 
-  if (!sparse_valid_) store.zero_grads({});  // a completed step leaves them zero
-  sparse_valid_ = false;
-  StepResult r;
-  r.samples = batch.num_samples();
-  r.vertices = batch.num_vertices();
   r.imbalance = plan.imbalance;
   const std::vector<Parameter*> all = params_.all();
   const DType dtype = params_.dtype();
@@ -147,17 +144,6 @@ StepResult Trainer::device_parallel_step(const GraphBatch& batch) {
   sum_on_device(*device_sums_, store, all, sparse_ks, rows, sparse_rows_, {sums + all.size(), 1, 1, dtype}, r);
   sparse_.clear();
   for (size_t j = 0; j < sparse_ks.size(); ++j) sparse_[all[sparse_ks[j]]->name] = rows[j];
-
-  device_update(r, dtype);
-  sparse_valid_ = true;
-  ++steps_;
-  if (po.fingerprint_every > 0 && steps_ % po.fingerprint_every == 0) {
-    if (!options_.sync_parameters) store.download_values();
-    detail::check_replicas(comm, all, steps_);
-  }
-  r.comm_seconds = comm.seconds() + device_sums_->seconds() - seconds_before;
-  r.comm_bytes = comm.bytes_sent() + device_sums_->bytes_sent() - bytes_before;
-  return r;
 }
 
 }  // namespace sylva

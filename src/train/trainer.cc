@@ -120,26 +120,63 @@ void Trainer::device_update(StepResult& r, DType loss_dtype) {
   r.grad_norm = norm;
 }
 
+// The one training step. The routes differ only in how the gradients of
+// the batch are made and summed (gradients(): this process alone, the
+// ranks on the host, or the ranks on the device); every step zeroes the
+// gradients, has them made, drops decayed parameters from the row-sparse
+// ones, updates once where the optimiser runs, and checks the replicas
+// when it is time.
 StepResult Trainer::step(const GraphBatch& batch) {
   SYLVA_CHECK(batch.num_samples() > 0, "[trainer] step() on an empty batch; every batch needs at least one sample");
-  if (on_device_ && options_.communicator) return device_parallel_step(batch);  // any world size: NCCL's too
-  if (options_.parallel.deterministic || (options_.communicator && options_.communicator->size() > 1))
-    return parallel_step(batch);
-  // After a completed step only the rows the last backward touched can be
-  // nonzero in row-sparse gradients (embeddings); otherwise zero densely.
-  // On the device a completed step leaves them zero.
-  if (!on_device_) {
-    params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
-  } else if (!sparse_valid_) {
-    executor_.param_store().zero_grads({});
-  }
-  sparse_valid_ = false;
-  executor_.set_step(static_cast<uint64_t>(steps_));  // dropout keyed by the training step
-  executor_.forward(batch, Mode::train);
+  const Route route = this->route();
+  const CommTotals before = comm_totals(route);
+  zero_gradients();
   StepResult r;
   r.samples = batch.num_samples();
   r.vertices = batch.num_vertices();
-  if (on_device_) {  // read with the gradient sums after backward: one wait per step
+  DType staged = params_.dtype();  // on the device: the type of the loss staged beside the sums
+  switch (route) {
+    case Route::local: staged = local_gradients(batch, r); break;
+    case Route::host_ranks: host_ranks_gradients(batch, r); break;
+    case Route::device_ranks: device_ranks_gradients(batch, r); break;
+  }
+  if (options_.weight_decay > 0.0)  // decay makes a gradient dense
+    for (const Parameter* p : params_.all())
+      if (p->decay) sparse_.erase(p->name);
+  if (on_device_) device_update(r, staged);
+  else host_update(r);
+  sparse_valid_ = true;
+  ++steps_;
+  check_replicas_when_due(route);
+  const CommTotals after = comm_totals(route);
+  r.comm_seconds = after.seconds - before.seconds;
+  r.comm_bytes = after.bytes - before.bytes;
+  return r;
+}
+
+Trainer::Route Trainer::route() const {
+  if (on_device_ && options_.communicator) return Route::device_ranks;  // any world size: NCCL's too
+  if (options_.parallel.deterministic || (options_.communicator && options_.communicator->size() > 1))
+    return Route::host_ranks;
+  return Route::local;
+}
+
+// After a completed step only the rows the last backward touched can be
+// nonzero in row-sparse gradients (embeddings); otherwise zero densely.
+// On the device a completed step leaves them zero.
+void Trainer::zero_gradients() {
+  if (!on_device_) params_.zero_grad(sparse_valid_ ? &sparse_ : nullptr);
+  else if (!sparse_valid_) executor_.param_store().zero_grads({});
+  sparse_valid_ = false;
+}
+
+// This process alone: forward and backward over the whole batch. On the
+// host the loss is read (and checked) before the backward; on the device it
+// is staged beside the gradient sums, read with them after it.
+DType Trainer::local_gradients(const GraphBatch& batch, StepResult& r) {
+  executor_.set_step(static_cast<uint64_t>(steps_));  // dropout keyed by the training step
+  executor_.forward(batch, Mode::train);
+  if (on_device_) {
     stage_loss();
   } else {
     r.loss = executor_.scalar(loss_);
@@ -148,19 +185,9 @@ StepResult Trainer::step(const GraphBatch& batch) {
   const double seed = options_.normalisation == LossScale::per_sample ? 1.0 / r.samples : 1.0;
   executor_.backward(loss_, seed);  // on the device the gradients stay there (resident store)
   sparse_ = executor_.sparse_grads();
-  if (options_.weight_decay > 0.0)  // decay makes a gradient dense
-    for (const Parameter* p : params_.all())
-      if (p->decay) sparse_.erase(p->name);
   r.local_samples = r.samples;
   r.local_vertices = r.vertices;
-  if (on_device_) {
-    device_update(r, executor_.device_value(loss_).dtype);
-    sparse_valid_ = true;
-    ++steps_;
-  } else {
-    host_update(r);
-  }
-  return r;
+  return executor_.device_value(loss_).dtype;
 }
 
 void Trainer::host_update(StepResult& r) {
@@ -169,8 +196,6 @@ void Trainer::host_update(StepResult& r) {
                                          : global_grad_norm(params_, &sparse_);
   optimizer_->step(params_, &sparse_);
   if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
-  sparse_valid_ = true;
-  ++steps_;
 }
 
 namespace {

@@ -205,14 +205,32 @@ class Trainer {
   Buffer sums_;               // on the device: each parameter's sum of squares (Backend::sum_squares), the loss
   std::vector<double> host_sums_;
 
-  void stage_loss();                  // step() after forward, on the device: the loss beside the sums
-  // step() after backward, on the device: sets r.loss (staged in `loss_dtype`) and r.grad_norm
+  // step() is one sequence (trainer.cc); the routes differ only in how the
+  // batch's gradients are made and summed.
+  enum class Route : uint8_t {
+    local,        // this process alone (host or device)
+    host_ranks,   // TrainerOptions::communicator or deterministic mode, the optimiser on the host (data_parallel.cc)
+    device_ranks  // the ranks with the optimiser on the device (device_parallel.cc)
+  };
+  Route route() const;
+  void zero_gradients();  // what the last completed step left nonzero
+  // The routes: forward and backward, gradients summed, r.loss (or, on the
+  // device, the loss staged beside the sums), sparse_; local_gradients
+  // returns the staged loss's type.
+  DType local_gradients(const GraphBatch& batch, StepResult& r);
+  void host_ranks_gradients(const GraphBatch& batch, StepResult& r);
+  void device_ranks_gradients(const GraphBatch& batch, StepResult& r);
+  void stage_loss();                  // after forward, on the device: the loss beside the sums
+  // after the gradients, on the device: sets r.loss (staged in `loss_dtype`) and r.grad_norm
   void device_update(StepResult& r, DType loss_dtype);
-  void host_update(StepResult& r);  // step() after the gradients are final, on the host
-  StepResult parallel_step(const GraphBatch& batch);  // TrainerOptions::communicator (data_parallel.cc)
-  std::unique_ptr<dist::Communicator> self_;           // deterministic mode without a communicator
-  // The same with the optimiser on the device (device_parallel.cc): gradients summed by device_sums_.
-  StepResult device_parallel_step(const GraphBatch& batch);
+  void host_update(StepResult& r);  // after the gradients, on the host
+  void check_replicas_when_due(Route route);  // DataParallelOptions::fingerprint_every
+  struct CommTotals {
+    double seconds = 0.0;
+    int64_t bytes = 0;
+  };
+  CommTotals comm_totals(Route route) const;  // the route's communicators' running totals
+  std::unique_ptr<dist::Communicator> self_;  // deterministic mode without a communicator
   std::unique_ptr<dist::DeviceCommunicator> device_sums_;  // made at the first such step
   std::vector<Buffer> sparse_rows_;                         // per row-sparse parameter: its rows, packed
 };

@@ -77,6 +77,9 @@ std::string VertexPlan::to_text() const {
   std::ostringstream os;
   text_of(os, "F", forward);
   text_of(os, "dF", backward);
+  if (children_block.grad != ir::kNoNode)
+    os << "children block: F's concat %" << children_block.concat << ", dF's gradient of it %" << children_block.grad
+       << " (read in place where a batch has its children in order)\n";
   return os.str();
 }
 

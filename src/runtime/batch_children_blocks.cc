@@ -12,59 +12,10 @@
 
 namespace sylva {
 
-using ir::Node;
-using ir::NodeId;
-using ir::OpKind;
-
-// F: a row-window concat of gather(0) .. gather(S-1) in slot order, each a
-// message wide. ∂F: one value whose slices [k·h, (k+1)·h) are the row-window
-// gather gradients of slot k, for every slot once. A concat without such a
-// gradient comes back alone (grad kNoNode): it is not read in place, but it
-// is not a lent arena's lender either (lent_arenas.cc).
-ChildrenBlockNodes children_block_nodes(const plan::VertexPlan& vp) {
-  const int64_t S = vp.gather_slots;
-  if (vp.gathers_all || S < 1 || vp.scatter_source == ir::kNoNode) return {};
-  const plan::GraphPlan& f = vp.forward;
-  const int64_t h = f.graph->node(vp.scatter_source).type.cols();
-  NodeId concat = ir::kNoNode;
-  for (const Node& n : f.graph->nodes()) {
-    if (!f.window[static_cast<size_t>(n.id)] || n.op != OpKind::Concat || static_cast<int64_t>(n.inputs.size()) != S)
-      continue;
-    bool ok = true;
-    for (int64_t k = 0; k < S; ++k) {
-      const Node& g = f.graph->node(n.inputs[static_cast<size_t>(k)]);
-      ok = ok && g.op == OpKind::Gather && g.attrs.slot == k && g.type.cols() == h;
-    }
-    if (ok) {
-      concat = n.id;
-      break;
-    }
-  }
-  if (concat == ir::kNoNode) return {};
-  const plan::GraphPlan& b = vp.backward;
-  NodeId source = ir::kNoNode;
-  std::vector<int> seen(static_cast<size_t>(S), 0);
-  for (const Node& n : b.graph->nodes()) {
-    if (n.op != OpKind::GatherGradOut || !b.runs(n.id)) continue;
-    const Node& slice = b.graph->node(n.inputs[0]);
-    const int64_t k = n.attrs.slot;
-    if (!b.window[static_cast<size_t>(n.id)] || slice.op != OpKind::Slice || k < 0 || k >= S ||
-        slice.attrs.begin != k * h || slice.type.cols() != h || (source != ir::kNoNode && slice.inputs[0] != source))
-      return {concat, ir::kNoNode};
-    source = slice.inputs[0];
-    ++seen[static_cast<size_t>(k)];
-  }
-  for (int c : seen)
-    if (c != 1) return {concat, ir::kNoNode};
-  if (source == ir::kNoNode || b.home[static_cast<size_t>(source)] != plan::Home::arena ||
-      b.graph->node(source).type.cols() != S * h)
-    return {concat, ir::kNoNode};
-  return {concat, source};
-}
-
 // Whether every task either has no children at all or has them in place,
 // with the children blocks of consecutive rows consecutive too.
-BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp, ChildrenBlockNodes nodes) {
+BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp) {
+  const plan::VertexPlan::ChildrenBlock nodes = vp.children_block;
   BatchPlan::Children& c = p.children;
   c = {};
   if (nodes.grad == ir::kNoNode || !p.write_message_grads) return p;

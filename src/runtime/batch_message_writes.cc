@@ -13,12 +13,9 @@ BatchPlan plan_message_writes(BatchPlan p, const plan::VertexPlan& vp) {
   p.unwritten_rows.clear();
   if (vp.scatter_source == ir::kNoNode || vp.gathers_all) return p;
   std::vector<uint8_t> writers(static_cast<size_t>(p.rows), 0);
-  const plan::GraphPlan& b = vp.backward;
-  for (const ir::Node& n : b.graph->nodes()) {
-    if (n.op != ir::OpKind::GatherGradOut || !b.runs(n.id)) continue;
-    for (int32_t c : p.child_rows[static_cast<size_t>(n.attrs.slot)])
+  for (int64_t slot : vp.gather_grad_slots)
+    for (int32_t c : p.child_rows[static_cast<size_t>(slot)])
       if (c >= 0 && ++writers[static_cast<size_t>(c)] > 1) return p;
-  }
   for (int64_t r = 0; r < p.rows; ++r)
     if (!writers[static_cast<size_t>(r)]) p.unwritten_rows.push_back(static_cast<int32_t>(r));
   p.write_message_grads = true;

@@ -64,7 +64,7 @@ BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in
   p = plan_absences(std::move(p), in.schedule, in.pull_ids);
   p = plan_message_writes(std::move(p), vp);
   if (in.row_windows && on.has(Optimisation::children_in_place) && on.has(Optimisation::skip_zero_work))
-    p = plan_children_blocks(std::move(p), vp, children_block_nodes(vp));
+    p = plan_children_blocks(std::move(p), vp);
   return p;
 }
 

@@ -32,9 +32,9 @@ void VertexRunner::pair_lent_arenas() {
   for (const Node& n : b.graph->nodes())
     if (b.home[static_cast<size_t>(n.id)] == Home::forward) kept[static_cast<size_t>(n.attrs.ref)] = 1;
   // The children blocks' nodes are read in place where a batch allows (batch_children_blocks.cc): never lent.
-  const ChildrenBlockNodes blocks = windows_ && options_.on(Optimisation::children_in_place)
-                                        ? children_block_nodes(*plan_)
-                                        : ChildrenBlockNodes{};
+  const plan::VertexPlan::ChildrenBlock blocks = windows_ && options_.on(Optimisation::children_in_place)
+                                                     ? plan_->children_block
+                                                     : plan::VertexPlan::ChildrenBlock{};
   for (NodeId id : {plan_->scatter_source, plan_->push_source, plan_->pull, blocks.concat})
     if (id != ir::kNoNode) kept[static_cast<size_t>(id)] = 1;
   const auto whole = [this](const Values& v, size_t i) { return materialized(v, i) && !task_local(v, i); };

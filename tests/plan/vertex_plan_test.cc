@@ -254,8 +254,11 @@ TEST(VertexPlan, PrintsEveryNodeWithItsPhase) {
   const std::string dot = p->to_dot();
   EXPECT_EQ(dot.rfind("digraph plan {", 0), 0u);
   EXPECT_NE(dot.find("cluster_F_g0"), std::string::npos);
+  // A header per graph, a line per node, and the children block this cell has (concat of gather(0), gather(1)).
+  ASSERT_NE(p->children_block.grad, ir::kNoNode);
+  EXPECT_NE(text.find("children block: F's concat %"), std::string::npos) << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
-            static_cast<long>(2 + p->forward.graph->size() + p->backward.graph->size()));
+            static_cast<long>(3 + p->forward.graph->size() + p->backward.graph->size()));
 }
 
 TEST(VertexPlan, RejectsFunctionsTheRuntimeCannotRun) {

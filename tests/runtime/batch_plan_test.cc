@@ -116,13 +116,15 @@ TEST(BatchPlan, MessageGradientsAreWrittenWhereEachRowHasOneWriter) {
 
 TEST(BatchPlan, ChildrenBlocksOnlyWhereEveryTaskHasItsChildrenInOrder) {
   Cell c;
-  const ChildrenBlockNodes nodes = children_block_nodes(*c.vp);
+  const plan::VertexPlan::ChildrenBlock nodes = c.vp->children_block;
   ASSERT_NE(nodes.concat, ir::kNoNode);
   ASSERT_NE(nodes.grad, ir::kNoNode);
+  EXPECT_NE(c.vp->to_text().find("children block: F's concat %" + std::to_string(nodes.concat)), std::string::npos);
+  EXPECT_EQ(c.vp->gather_grad_slots.size(), 2u) << "∂F sends a gradient to each slot";
   const auto plan_of = [&](const std::vector<InputGraph>& gs) {
     const GraphBatch b = GraphBatch::of(gs);
     const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
-    return plan_children_blocks(plan_message_writes(plan_rows(*c.vp, b, s, {}, false), *c.vp), *c.vp, nodes);
+    return plan_children_blocks(plan_message_writes(plan_rows(*c.vp, b, s, {}, false), *c.vp), *c.vp);
   };
   const BatchPlan complete = plan_of(with_ids({complete_binary_tree(4, "a"), complete_binary_tree(4, "b")}));
   ASSERT_TRUE(complete.children.in_place) << complete.to_text();

@@ -120,6 +120,18 @@ struct VertexPlan {
   /// Gather slots F reads (1 + the highest), and whether it reads gather_reduce.
   int64_t gather_slots = 0;
   bool gathers_all = false;
+  /// The slot of every gather gradient ∂F runs (one per GatherGradOut node),
+  /// for the batch plan's message writes.
+  std::vector<int64_t> gather_grad_slots;
+  /// F's concat of gather(0) .. gather(S-1) in slot order (each a message
+  /// wide, a row window) and ∂F's value whose slices are the row-window
+  /// gather gradients of each slot once: what children_in_place reads as
+  /// views of the children's rows where a batch has them in order.
+  /// kNoNode where F has none; a concat with grad kNoNode is not read in
+  /// place (and is not a lent arena's lender).
+  struct ChildrenBlock {
+    ir::NodeId concat = ir::kNoNode, grad = ir::kNoNode;
+  } children_block;
 
   /// One line per node: id, op, home, phase, fused group (and folded in ∂F).
   std::string to_text() const;

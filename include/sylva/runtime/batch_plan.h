@@ -31,16 +31,6 @@ struct Absence {
   bool operator==(const Absence&) const = default;
 };
 
-/// F's concat of gather(0) .. gather(S-1) and ∂F's value whose slices are
-/// the gather gradients: the pair children_in_place reads as views of the
-/// children's rows (kNoNode: F has none; a concat with grad kNoNode is not
-/// read in place). A fact of the vertex plan.
-struct ChildrenBlockNodes {
-  ir::NodeId concat = ir::kNoNode, grad = ir::kNoNode;
-};
-/// The pair of `plan`, or none (see ChildrenBlockNodes).
-ChildrenBlockNodes children_block_nodes(const plan::VertexPlan& plan);
-
 struct BatchPlan {
   int64_t rows = 0;       ///< rows of the minibatch (its vertices, in task order)
   int64_t task_rows = 0;  ///< rows of its largest task
@@ -66,7 +56,7 @@ struct BatchPlan {
   /// task has its children in consecutive rows in slot order, or none.
   struct Children {
     bool in_place = false;
-    ChildrenBlockNodes nodes;          ///< the concat and gradient read in place
+    plan::VertexPlan::ChildrenBlock nodes;  ///< the concat and gradient read in place (VertexPlan::children_block)
     std::vector<int32_t> first_child;  ///< per row: its first child's row (-1: none)
     std::vector<int32_t> blocked;      ///< prefix counts of the rows with children in place [rows + 1]
     int64_t concat_rows = 0;           ///< rows F's concat still keeps: up to the last task without children
@@ -90,10 +80,10 @@ BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const S
 BatchPlan plan_absences(BatchPlan p, const Schedule& schedule, std::span<const int32_t> pull_ids);
 /// Adds write_message_grads and unwritten_rows for `vp`'s ∂F.
 BatchPlan plan_message_writes(BatchPlan p, const plan::VertexPlan& vp);
-/// Adds the children blocks of `nodes` (after plan_message_writes): in
-/// place only where every task has its children in order or none, and the
-/// message gradients are written.
-BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp, ChildrenBlockNodes nodes);
+/// Adds the children blocks of `vp`'s children_block (after
+/// plan_message_writes): in place only where every task has its children in
+/// order or none, and the message gradients are written.
+BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp);
 
 /// What build_batch_plan needs besides the plans.
 struct BatchPlanInputs {

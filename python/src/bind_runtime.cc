@@ -278,6 +278,10 @@ void bind_executor(nb::module_& m) {
       .def_prop_ro("options", [](const PyExecutor& e) { return e.ex->options(); })
       .def("vertex_plan", [](const PyExecutor& e, const PySymbol& apply) { return e.ex->vertex_plan(apply.s).to_text(); },
            nb::arg("apply"), "The plan of an apply's vertex function (F, ∂F, phases, fused groups) as text.")
+      .def("batch_plan", [](const PyExecutor& e, const PySymbol& apply) { return e.ex->batch_plan(apply.s).to_text(); },
+           nb::arg("apply"),
+           "The plan of the last minibatch for an apply (row tables, what each task lacks, message writes, "
+           "children blocks) as text; sylva.Error before the first forward.")
       .def("set_profiler", [](PyExecutor& e, nb::object prof) {
              e.ex->set_observer(prof.is_none() ? Observer{} : nb::cast<Profiler&>(prof).observer());
              e.profiler = prof;

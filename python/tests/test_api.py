@@ -304,3 +304,21 @@ def test_type_stubs_ship_beside_the_module():
     for line in ("class Trainer:", "def step(self, batch: GraphBatch) -> StepResult:", "class Error(RuntimeError):",
                  "def from_dlpack("):
         assert line in text, line
+
+
+def test_the_batch_plan_of_the_last_minibatch_prints():
+    ps = sylva.ParameterSet("float64", 1)
+    ps.add("W", [6, 3], sylva.Init.glorot())
+    f = sylva.VertexFunction("cell", 3, "float64")
+    h = sylva.tanh(sylva.concat([f.gather(0), f.gather(1)]) @ f.param(ps["W"]))
+    f.scatter(h)
+    f.push(h)
+    p = sylva.Program("float64")
+    apply = p.apply(f)
+    ex = sylva.Executor(p, ps)
+    with pytest.raises(sylva.Error, match="no batch plan yet"):
+        ex.batch_plan(apply)
+    ex.forward(sylva.GraphBatch([sylva.InputGraph.from_children([[], [], [0, 1]], "t")]), "eval")
+    text = ex.batch_plan(apply)
+    assert text.startswith("batch plan: 3 rows in 2 tasks") and "task 0: rows [0, 2); absent: slot 0, slot 1" in text
+    assert "children block: F's concat" in ex.vertex_plan(apply)

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/nesting.h"
 #include "support/test_util.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/cosa_spec.h"
@@ -14,29 +15,22 @@
 namespace sylva {
 namespace {
 
-std::string nested(char open, char close, int depth) {
-  return std::string("\n") + std::string(static_cast<size_t>(depth), open) + std::string(static_cast<size_t>(depth), close) + "\n";
-}
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path) << text;
-  return path;
-}
+using test::nested;
+using test::write_temp;
 
 TEST(DeepNesting, A100kDeepYamlProblemIsAnError) {
-  const std::string path = write("sylva_deep.yaml", "problem:" + nested('[', ']', 100000));
+  const std::string path = write_temp("sylva_deep.yaml", "problem:" + nested('[', ']', 100000));
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(path); }), "brackets nest deeper than 512 levels");
-  const std::string maps = write("sylva_deep_maps.yaml", "problem: {a: {b: {c: [1, [2, [3]]]}}}\n");
+  const std::string maps = write_temp("sylva_deep_maps.yaml", "problem: {a: {b: {c: [1, [2, [3]]]}}}\n");
   EXPECT_EQ(test::error_of([&] { check_nesting(read_file(maps), maps); }), "<no error>");
 }
 
 TEST(DeepNesting, ANonNameInAKeepListIsAnErrorNotAYamlException) {
-  const std::string arch = write("sylva_keep_arch.yaml",
+  const std::string arch = write_temp("sylva_keep_arch.yaml",
                                  "arch:\n  arithmetic:\n    instances: 4\n  storage:\n  - name: Buf\n    entries: 64\n"
                                  "    instances: 1\n  - name: DRAM\n    technology: DRAM\n    instances: 1\n"
                                  "    bandwidth: 2\n");
-  const std::string ms = write("sylva_keep_ms.yaml", "mapspace:\n  constraints:\n  - target: Buf\n    type: datatype\n"
+  const std::string ms = write_temp("sylva_keep_ms.yaml", "mapspace:\n  constraints:\n  - target: Buf\n    type: datatype\n"
                                                      "    keep: [{x: 1}]\n");
   const cosa::Arch a = cosa::read_arch(arch);
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_mapspace(ms, a); }), "holds a non-name");
@@ -45,11 +39,11 @@ TEST(DeepNesting, ANonNameInAKeepListIsAnErrorNotAYamlException) {
 // Found by fuzz_cosa_yaml: a constraint that is a scalar where a map is
 // expected made yaml-cpp throw from operator[] past the readers' checks.
 TEST(DeepNesting, AScalarWhereAMapBelongsIsAnErrorNotAYamlException) {
-  const std::string arch = write("sylva_scalar_arch.yaml",
+  const std::string arch = write_temp("sylva_scalar_arch.yaml",
                                  "arch:\n  arithmetic:\n    instances: 4\n  storage:\n  - name: Buf\n    entries: 64\n"
                                  "    instances: 1\n  - name: DRAM\n    technology: DRAM\n    instances: 1\n"
                                  "    bandwidth: 2\n");
-  const std::string ms = write("sylva_scalar_ms.yaml", "mapspace:\n  constraints:\n  - just a scalar\n");
+  const std::string ms = write_temp("sylva_scalar_ms.yaml", "mapspace:\n  constraints:\n  - just a scalar\n");
   const cosa::Arch a = cosa::read_arch(arch);
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_mapspace(ms, a); }), "sylva_scalar_ms.yaml");
 }
@@ -61,13 +55,13 @@ TEST(DeepNesting, AScalarWhereAMapBelongsIsAnErrorNotAYamlException) {
 TEST(DeepNesting, A100kDeepBlockYamlIsAnError) {
   std::string chain;
   for (int i = 0; i < 100000; ++i) chain += "- ";
-  const std::string path = write("sylva_deep_block.yaml", "problem:\n  " + chain + "x\n");
+  const std::string path = write_temp("sylva_deep_block.yaml", "problem:\n  " + chain + "x\n");
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(path); }),
                   "sylva_deep_block.yaml: line 2: YAML nests deeper than");
   // A mapping given the same way (one "? " complex key inside another).
   std::string keys;
   for (int i = 0; i < 100000; ++i) keys += "? ";
-  const std::string kpath = write("sylva_deep_keys.yaml", "problem:\n  " + keys + "x\n");
+  const std::string kpath = write_temp("sylva_deep_keys.yaml", "problem:\n  " + keys + "x\n");
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(kpath); }),
                   "sylva_deep_keys.yaml: line 2: YAML nests deeper than");
 }
@@ -84,11 +78,11 @@ TEST(DeepNesting, AYamlAliasBombCostsOnlyItsLength) {
     for (int k = 0; k < 10; ++k) bomb += (k ? ", *l" : "*l") + std::to_string(i - 1);
     bomb += "]\n";
   }
-  const std::string path = write("sylva_alias_bomb.yaml", bomb + "problem: *l10\n");
+  const std::string path = write_temp("sylva_alias_bomb.yaml", bomb + "problem: *l10\n");
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(path); }),
                   "sylva_alias_bomb.yaml: 'problem' (line 11) is not a map");
   // The same bomb where the readers iterate: a mapping whose entries are aliases.
-  const std::string arch = write("sylva_alias_arch.yaml",
+  const std::string arch = write_temp("sylva_alias_arch.yaml",
                                  "arch:\n  arithmetic:\n    instances: 4\n  storage:\n  - name: Buf\n    entries: 64\n"
                                  "    instances: 1\n  - name: DRAM\n    technology: DRAM\n    instances: 1\n"
                                  "    bandwidth: 2\n");
@@ -101,9 +95,9 @@ TEST(DeepNesting, AYamlAliasBombCostsOnlyItsLength) {
 // An anchor whose node holds an alias of itself is a cyclic node in
 // yaml-cpp; nothing may follow it forever.
 TEST(DeepNesting, ASelfReferencingYamlAliasIsAnError) {
-  const std::string path = write("sylva_alias_cycle.yaml", "problem: &p [*p, *p]\n");
+  const std::string path = write_temp("sylva_alias_cycle.yaml", "problem: &p [*p, *p]\n");
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(path); }), "sylva_alias_cycle.yaml: 'problem'");
-  const std::string map = write("sylva_alias_cycle_map.yaml", "problem: &p {shape: *p, instance: *p}\n");
+  const std::string map = write_temp("sylva_alias_cycle_map.yaml", "problem: &p {shape: *p, instance: *p}\n");
   EXPECT_CONTAINS(test::error_of([&] { cosa::read_problem(map); }), "sylva_alias_cycle_map.yaml: missing 'R'");
 }
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/nesting.h"
 #include "support/test_util.h"
 #include "sylva/core/file.h"
 #include "sylva/sched/ios_graph.h"
@@ -13,15 +14,8 @@
 namespace sylva {
 namespace {
 
-std::string nested(char open, char close, int depth) {
-  return std::string("\n") + std::string(static_cast<size_t>(depth), open) + std::string(static_cast<size_t>(depth), close) + "\n";
-}
-
-std::string write(const std::string& name, const std::string& text) {
-  const std::string path = (std::filesystem::temp_directory_path() / name).string();
-  std::ofstream(path) << text;
-  return path;
-}
+using test::nested;
+using test::write_temp;
 
 TEST(DeepNesting, CheckNestingCountsBracketsOutsideStringsAndComments) {
   EXPECT_EQ(test::error_of([] { check_nesting("[[{}]]", "t", 3); }), "<no error>");
@@ -32,7 +26,7 @@ TEST(DeepNesting, CheckNestingCountsBracketsOutsideStringsAndComments) {
 }
 
 TEST(DeepNesting, A100kDeepJsonGraphIsAnError) {
-  const std::string path = write("sylva_deep.json", "{\"blocks\": " + nested('[', ']', 100000) + "}");
+  const std::string path = write_temp("sylva_deep.json", "{\"blocks\": " + nested('[', ']', 100000) + "}");
   EXPECT_CONTAINS(test::error_of([&] { ios::read_ios_graph(path); }), "brackets nest deeper than 512 levels");
 }
 

@@ -57,6 +57,8 @@ int main(int argc, char** argv) {
       ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", o.profile, "Print where the training time goes after every epoch");
+  app.add_flag("--print-plans", o.print_plans,
+               "After the first step, print the cell's vertex plan and the first minibatch's batch plan");
   app.add_flag("--check-numerics", o.check_numerics,
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   DistributedFlags distributed;

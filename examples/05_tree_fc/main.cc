@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
       ->check(kNonNegative)->capture_default_str();
   app.add_flag("--float64", float64, "Compute in float64");
   app.add_flag("--profile", profile, "Print where the time of the timed steps goes");
-  bool all_rows = false, check_numerics = false;
+  bool all_rows = false, check_numerics = false, print_plans = false;
+  app.add_flag("--print-plans", print_plans,
+               "After the first step, print the cell's vertex plan and the first minibatch's batch plan");
   app.add_flag("--check-numerics", check_numerics,
                "Stop at the first NaN or infinity, naming the op, the vertex and the step (slower)");
   app.add_flag("--classify-all-rows", all_rows,
@@ -119,6 +121,10 @@ int main(int argc, char** argv) {
       const GraphBatch b(std::move(samples));
       const StepResult r = trainer.step(b);
       const double s = t.seconds();
+      if (print_plans && step == 1)
+        std::printf("vertex plan of the cell:\n%sbatch plan of the first minibatch:\n%s",
+                    trainer.executor().vertex_plan(model.hidden).to_text().c_str(),
+                    trainer.executor().batch_plan(model.hidden).to_text().c_str());
       loss.add(r.loss / r.samples, r.samples);
       window_seconds += s;
       window_trees += r.samples;

@@ -104,6 +104,10 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
     RankTally tally;
     for (size_t b = 0; b < batches.size(); ++b) {
       StepResult r = trainer.step(batches[b]);
+      if (o.print_plans && log && epoch == first_epoch && b == 0)
+        std::fprintf(log, "vertex plan of the cell:\n%sbatch plan of the first minibatch:\n%s",
+                     trainer.executor().vertex_plan(model.hidden).to_text().c_str(),
+                     trainer.executor().batch_plan(model.hidden).to_text().c_str());
       tally.add(r);
       loss_sum += r.loss;
       sentences += r.samples;

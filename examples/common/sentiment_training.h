@@ -35,6 +35,7 @@ struct SentimentTrainOptions {
   double progress_seconds = 5.0;
   bool profile = false;  // print where the training time went after every epoch
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
+  bool print_plans = false;  // print the cell's vertex plan and the first minibatch's batch plan
   Optimisations optimisations = Optimisations::all();  // ExecutorOptions::optimisations (--no-* ablations)
   /// Data-parallel training (docs/distributed.md): every rank calls
   /// train_sentiment with the same options; rank 0 logs and writes the

@@ -65,6 +65,7 @@ BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in
   p = plan_message_writes(std::move(p), vp);
   if (in.row_windows && on.has(Optimisation::children_in_place) && on.has(Optimisation::skip_zero_work))
     p = plan_children_blocks(std::move(p), vp);
+  if (in.facts && on.has(Optimisation::task_local_values)) p = plan_task_local_rows(std::move(p), vp, *in.facts);
   return p;
 }
 
@@ -85,6 +86,15 @@ std::string BatchPlan::to_text() const {
        << " rows)\n";
   } else {
     os << "no\n";
+  }
+  if (!task_local_rows_f.empty() || !task_local_rows_b.empty()) {
+    os << "  task-local rows (largest task that writes each):";
+    for (int pass = 0; pass < 2; ++pass) {
+      const std::vector<int64_t>& rows_of = pass == 0 ? task_local_rows_f : task_local_rows_b;
+      for (size_t i = 0; i < rows_of.size(); ++i)
+        if (rows_of[i] > 0) os << " " << (pass == 0 ? "F" : "dF") << " %" << i << " " << rows_of[i] << ",";
+    }
+    os << " the largest task " << task_rows << "\n";
   }
   for (size_t ti = 0; ti < tasks.size(); ++ti) {
     const Task& t = tasks[ti];

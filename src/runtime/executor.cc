@@ -250,8 +250,9 @@ struct Executor::Impl {
           r.prepare(b, schedule,
                     std::make_shared<const BatchPlan>(build_batch_plan(
                         r.plan(), {.batch = b, .schedule = schedule, .pull_ids = lookup_ids_of_pull(n),
-                                   .pull_from_table = table, .row_windows = options.on(Optimisation::row_windows) &&
-                                                                            backend.has_row_windows()},
+                                   .pull_from_table = table,
+                                   .row_windows = options.on(Optimisation::row_windows) && backend.has_row_windows(),
+                                   .facts = &r.facts()},
                         options.optimisations)));
           preprocess += std::chrono::steady_clock::now() - t1;
           const NodeId source = table ? g.node(n.inputs[0]).inputs[0] : n.inputs.empty() ? ir::kNoNode : n.inputs[0];

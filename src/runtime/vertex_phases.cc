@@ -57,7 +57,7 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
       if (st == TaskState::run || (st == TaskState::zero && home != Home::arena)) {
         exec_node(v, n, span, -1, ctx, obs, lane);
       } else if (st == TaskState::zero) {
-        if (!v.unwritten[n.id]) backend_.fill_zero(view(v, n.id, span));
+        if (!v.facts->unwritten[n.id]) backend_.fill_zero(view(v, n.id, span));
         skipped_ += count;
       } else {
         skip_unneeded(n, span);
@@ -74,7 +74,7 @@ void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* o
   const auto& tasks = schedule_->tasks;
   const Node& n = v.plan->graph->node(plan_->pull);
   const bool skip = options_.on(Optimisation::skip_zero_work);
-  const bool leave = skip && v.unwritten[n.id];
+  const bool leave = skip && v.facts->unwritten[n.id];
   for (size_t i = first; i < end;) {
     const bool unused = leave && batch_plan_->absence[i].pull_grad_unused;
     Task span{tasks[i].offset, 0};

@@ -52,7 +52,8 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
       backend_(backend),
       params_(params),
       options_(options),
-      windows_(options.on(Optimisation::row_windows) && backend.has_row_windows()) {
+      windows_(options.on(Optimisation::row_windows) && backend.has_row_windows()),
+      facts_(run_facts(*plan_, options.optimisations, windows_)) {
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) {
       if (p->home[static_cast<size_t>(n.id)] == Home::param) params_.value(n.attrs.name);  // throws early if missing
@@ -67,9 +68,6 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
   pair_lent_arenas();
-  const NodeId kept[] = {plan_->push_col >= 0 ? ir::kNoNode : plan_->push_source, plan_->scatter_source};
-  fwd_.unwritten = unwritten_zero_nodes(plan_->forward, &plan_->backward, kept);
-  bwd_.unwritten = unwritten_zero_nodes(plan_->backward, nullptr, {});
   int64_t widest = 1;
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) widest = std::max(widest, row_width(n.type));
@@ -86,14 +84,7 @@ void VertexRunner::init_values(Values& v, const plan::GraphPlan& p, bool backwar
   v.fixed = make_value_buffers(g.size(), backend_.memory());
   v.group_failed.assign(p.fused.size(), 0);
   v.trimmed = plan::TrimmedPrograms(p);
-  v.inside_group.assign(g.size(), -1);
-  for (size_t k = 0; k < p.fused.size(); ++k)
-    for (NodeId m : p.fused[k].members)
-      if (std::find(p.fused[k].outputs.begin(), p.fused[k].outputs.end(), m) == p.fused[k].outputs.end())
-        v.inside_group[static_cast<size_t>(m)] = static_cast<int32_t>(k);
-  v.group.assign(g.size(), -1);
-  for (size_t k = 0; k < p.fused.size(); ++k)
-    for (NodeId m : p.fused[k].members) v.group[static_cast<size_t>(m)] = static_cast<int32_t>(k);
+  v.facts = backward ? &facts_.backward : &facts_.forward;
   v.local_rows.assign(g.size(), 0);
   for (const Node& n : g.nodes())
     if (p.home[static_cast<size_t>(n.id)] == Home::arena)
@@ -128,12 +119,12 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
 
 bool VertexRunner::materialized(const Values& v, size_t i) const {
   if (v.plan->home[i] != Home::arena || (windows_ && v.plan->in_window[i])) return false;
-  const int32_t group = v.inside_group[i];
+  const int32_t group = v.facts->inside_group[i];
   return group < 0 || v.group_failed[static_cast<size_t>(group)];
 }
 
 bool VertexRunner::task_local(const Values& v, size_t i) const {
-  return options_.on(Optimisation::task_local_values) && v.plan->task_local[i];
+  return v.facts->task_local[i] != 0;
 }
 
 void VertexRunner::reserve(Values& v, size_t i) {
@@ -249,7 +240,7 @@ void VertexRunner::run_unit(Values& v, int32_t unit, const Task& t, int64_t task
     if (!v.group_failed[group]) return;
   }
   for (NodeId in : v.plan->fused[group].inputs)  // its members read the rows themselves
-    if (v.unwritten[static_cast<size_t>(in)] && known_zero(v, in)) backend_.fill_zero(view(v, in, t));
+    if (v.facts->unwritten[static_cast<size_t>(in)] && known_zero(v, in)) backend_.fill_zero(view(v, in, t));
   for (NodeId m : v.plan->fused[group].members) run_node(v, v.plan->graph->node(m), t, task_index, ctx, obs);
 }
 
@@ -309,10 +300,8 @@ void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t tas
 }
 
 bool VertexRunner::output_unused(const Values& v, NodeId o, const Lane& lane) const {
-  if (!options_.on(Optimisation::skip_zero_work) || !options_.on(Optimisation::trim_fused_zeros)) return false;
-  const auto i = static_cast<size_t>(o);
-  if (v.backward && lane.unneeded[i]) return true;
-  return (v.backward ? lane.zero_b : lane.zero_f)[i] && v.unwritten[i];
+  return sylva::output_unused(facts_, *v.facts, v.backward, static_cast<size_t>(o), v.backward ? lane.zero_b : lane.zero_f,
+                              lane.unneeded);
 }
 
 const ir::FusedProgram& VertexRunner::group_program(Values& v, size_t group) {
@@ -351,7 +340,7 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   if (skip && skips_when_zero(n, h) && (v.backward ? main_.zero_b : main_.zero_f)[i]) {
     // A member of a group that fell back to its members: the others read its rows.
-    if (!v.unwritten[i] || v.group[i] >= 0) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+    if (!v.facts->unwritten[i] || v.facts->group[i] >= 0) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
     ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)
     return;
   }
@@ -362,11 +351,6 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
     main_.zero_f[i] = z;
     task_pull_zero_[static_cast<size_t>(task_index)] = z;
   }
-}
-
-bool VertexRunner::skips_when_zero(const Node& n, Home h) {
-  return h != Home::none && (n.op == OpKind::Gather || n.op == OpKind::PushGradIn ||
-                             !ir::has(ir::op_def(n.op).flags, ir::OpFlag::boundary));
 }
 
 void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,

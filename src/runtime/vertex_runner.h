@@ -87,6 +87,8 @@ class VertexRunner {
   const plan::VertexPlan& plan() const { return *plan_; }
   /// The last minibatch's plan (prepare), or null before the first.
   const BatchPlan* batch_plan() const { return batch_plan_.get(); }
+  /// What the batch plan's passes read about this runner's plan and options.
+  const RunFacts& facts() const { return facts_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
   int64_t skipped_ops() const { return skipped_.load(); }
   /// f summed over every buffer of F's and ∂F's values (their capacity:
@@ -129,14 +131,9 @@ class VertexRunner {
     // Per fused group: its program without the zero inputs of a task
     // (Optimisation::trim_fused_zeros), by which inputs are zero.
     plan::TrimmedPrograms trimmed;
-    // Per node: the fused group it lives inside unseen (a member nobody
-    // outside the group reads, so its kernel keeps it in registers), else -1.
-    // Such a node gets no arena rows while its group runs fused.
-    std::vector<int32_t> inside_group;
-    // Per node: known zero in a task, its rows stay unwritten (unwritten_zero_nodes).
-    std::vector<uint8_t> unwritten;
-    // Per node: the fused group it is a member of (written out or not), else -1.
-    std::vector<int32_t> group;
+    // Group membership, unwritten zeros, task-local marks (run_facts;
+    // inside_group: a node gets no arena rows while its group runs fused).
+    const GraphRunFacts* facts = nullptr;
     // Per task-local node: the rows its arena has for this minibatch (size_task_local).
     std::vector<int64_t> local_rows;
   };
@@ -154,11 +151,6 @@ class VertexRunner {
   // phase or is skipped (zero or unneeded).
   void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                 const Observer* obs);
-  // Whether run_node, given that n is known zero in a task, skips its kernel
-  // (and writes nothing where its rows stay unwritten): every op with a
-  // value of its own but the boundary ops other than a gather and the pushed
-  // gradient.
-  static bool skips_when_zero(const ir::Node& n, plan::Home h);
   // Runs node n over the rows of t (a task, or a run of tasks outside the loop).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                  const Observer* obs, Lane& lane);
@@ -210,11 +202,9 @@ class VertexRunner {
   // zero_f (and for ∂F zero_b, unneeded) of task ti; `assume_nonzero`:
   // as if its pulled rows and pushed gradient were not zero (before they are known).
   void task_flags(size_t ti, bool backward, Lane& lane, bool assume_nonzero = false) const;
-  // Task-local values (task_local_rows.cc): each gets the rows of the
-  // largest task of the minibatch that writes it (Values::local_rows).
+  // Task-local values (task_local_rows.cc): each gets the rows the batch
+  // plan gives it (plan_task_local_rows), or the largest task's.
   void size_task_local();
-  // Whether the task loop writes node i of v in a task with `flags`' zero and unneeded flags.
-  bool writes_in_task(const Values& v, size_t i, const Lane& flags) const;
   // After a fused group of v failed: the largest task's rows for every task-local value of v, keeping their rows.
   void grow_task_local(Values& v);
   void run_boundary(const ir::Node& n, const Task& t, MatView out);
@@ -248,6 +238,7 @@ class VertexRunner {
   ParamStore& params_;
   RunnerOptions options_;
   bool windows_;  // row windows planned are used (options_.row_windows and the backend has them)
+  RunFacts facts_;  // of the plan under the options (run_facts)
   Values fwd_, bwd_;
   DynamicTensor scatter_grad_;
 

@@ -146,6 +146,40 @@ TEST(BatchPlan, ChildrenBlocksOnlyWhereEveryTaskHasItsChildrenInOrder) {
   EXPECT_NE(lopsided.to_text().find("children in place: no"), std::string::npos);
 }
 
+// At the leaves (the largest task) what comes from the children is known
+// zero and not written: the task-local values computed from them need only
+// the largest inner task's rows.
+TEST(BatchPlan, TaskLocalValuesGetTheRowsOfTheLargestTaskThatWritesThem) {
+  Cell c;
+  const std::vector<InputGraph> gs = with_ids({complete_binary_tree(8, "t")});
+  const GraphBatch b = GraphBatch::of(gs);
+  const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  const std::vector<int32_t> ids = ids_of(b);
+  const RunFacts facts = run_facts(*c.vp, Optimisations::all(), /*row_windows=*/true);
+  const BatchPlan p = build_batch_plan(*c.vp, {.batch = b, .schedule = s, .pull_ids = ids, .facts = &facts},
+                                       Optimisations::all());
+  ASSERT_EQ(p.task_rows, 8);
+  int below = 0, task_local = 0;
+  for (size_t i = 0; i < p.task_local_rows_f.size(); ++i) {
+    if (!facts.forward.task_local[i]) {
+      EXPECT_EQ(p.task_local_rows_f[i], 0) << "F %" << i << " is not task-local";
+      continue;
+    }
+    ++task_local;
+    EXPECT_LE(p.task_local_rows_f[i], p.task_rows);
+    below += p.task_local_rows_f[i] > 0 && p.task_local_rows_f[i] < p.task_rows;
+  }
+  ASSERT_GT(task_local, 0) << c.vp->to_text();
+  EXPECT_GT(below, 0) << "a value computed from the children needs only the inner tasks' 4 rows\n" << p.to_text();
+  EXPECT_NE(p.to_text().find("task-local rows (largest task that writes each):"), std::string::npos);
+  // Without skipping zero work every task writes: the largest task's rows.
+  const Optimisations no_skip = ExecutorOptions{}.without(Optimisation::skip_zero_work).optimisations;
+  const RunFacts all_write = run_facts(*c.vp, no_skip, true);
+  const BatchPlan q = build_batch_plan(*c.vp, {.batch = b, .schedule = s, .pull_ids = ids, .facts = &all_write}, no_skip);
+  for (size_t i = 0; i < q.task_local_rows_f.size(); ++i)
+    EXPECT_EQ(q.task_local_rows_f[i], all_write.forward.task_local[i] ? q.task_rows : 0) << i;
+}
+
 TEST(BatchPlan, TheExecutorShowsTheLastMinibatchsPlan) {
   Cell c;
   Executor ex(c.p, c.ps);
@@ -157,9 +191,10 @@ TEST(BatchPlan, TheExecutorShowsTheLastMinibatchsPlan) {
   EXPECT_EQ(p.rows, b.num_vertices());
   EXPECT_FALSE(p.pull_rows.empty()) << "the lookup is read straight from the table (pull_from_table)";
   EXPECT_TRUE(p.children.in_place);
+  const RunFacts facts = run_facts(ex.vertex_plan(c.apply), Optimisations::all(), /*row_windows=*/true);
   EXPECT_EQ(p.to_text(), build_batch_plan(ex.vertex_plan(c.apply),
                                           {.batch = b, .schedule = ex.schedule(), .pull_ids = b.ids("x"),
-                                           .pull_from_table = true, .row_windows = true},
+                                           .pull_from_table = true, .row_windows = true, .facts = &facts},
                                           Optimisations::all())
                              .to_text());
   // Without children_in_place no pass adds the blocks.

@@ -31,6 +31,35 @@ struct Absence {
   bool operator==(const Absence&) const = default;
 };
 
+/// What the runner and the batch plan read about one graph of a vertex
+/// plan (F or ∂F) under the executor's options; every vector by node id.
+struct GraphRunFacts {
+  std::vector<int32_t> group;         ///< the fused group a node is a member of, else -1
+  std::vector<int32_t> inside_group;  ///< the group a member lives inside unseen (not one of its outputs), else -1
+  /// Rows that may stay unwritten in a task where the node is known zero
+  /// (every reader takes it as zeros without reading rows).
+  std::vector<uint8_t> unwritten;
+  /// Keeps one task's rows at a time (Optimisation::task_local_values and the plan's mark).
+  std::vector<uint8_t> task_local;
+};
+/// Both graphs' facts, and the options they were worked out under.
+struct RunFacts {
+  GraphRunFacts forward, backward;
+  bool skip_zero_work = false, trim_fused_zeros = false;
+  bool row_windows = false;  ///< the plan's row windows are used (the option, and the backend has them)
+};
+/// The facts of `vp` under `on` (`row_windows`: the backend has them). Built
+/// once per runner.
+RunFacts run_facts(const plan::VertexPlan& vp, Optimisations on, bool row_windows);
+/// Whether a fused group leaves its output `i` of graph `g` unwritten in a
+/// task with these zero / unneeded flags (trim_fused_zeros).
+bool output_unused(const RunFacts& facts, const GraphRunFacts& g, bool backward, size_t i,
+                   std::span<const uint8_t> zero, std::span<const uint8_t> unneeded);
+/// Whether a node that is known zero in a task skips its kernel: every op
+/// with a value of its own but the boundary ops other than a gather and the
+/// pushed gradient.
+bool skips_when_zero(const ir::Node& n, plan::Home h);
+
 struct BatchPlan {
   int64_t rows = 0;       ///< rows of the minibatch (its vertices, in task order)
   int64_t task_rows = 0;  ///< rows of its largest task
@@ -62,6 +91,13 @@ struct BatchPlan {
     int64_t concat_rows = 0;           ///< rows F's concat still keeps: up to the last task without children
   } children;
 
+  /// Pass plan_task_local_rows (Optimisation::task_local_values with
+  /// skip_zero_work): per node of F and of ∂F, the rows a task-local value
+  /// needs -- those of the largest task whose loop writes it (0: none
+  /// does), assuming every fused group runs fused; empty without the pass
+  /// (every task-local value then gets task_rows).
+  std::vector<int64_t> task_local_rows_f, task_local_rows_b;
+
   /// The rows of task t in a per-row table (child_rows[s], pull_rows).
   static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t) {
     return {table.data() + t.offset, static_cast<size_t>(t.bs)};
@@ -85,6 +121,12 @@ BatchPlan plan_message_writes(BatchPlan p, const plan::VertexPlan& vp);
 /// order or none, and the message gradients are written.
 BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp);
 
+/// Adds task_local_rows_f/_b: each task's zero and unneeded nodes worked
+/// out from its Absence (pulled rows and pushed gradients taken as nonzero:
+/// they are not known yet, and more zeros only mean fewer writes), and each
+/// task-local value given the rows of the largest task that writes it.
+BatchPlan plan_task_local_rows(BatchPlan p, const plan::VertexPlan& vp, const RunFacts& facts);
+
 /// What build_batch_plan needs besides the plans.
 struct BatchPlanInputs {
   const GraphBatch& batch;
@@ -93,6 +135,8 @@ struct BatchPlanInputs {
   bool pull_from_table = false;
   /// The backend uses the plan's row windows (Optimisation::row_windows and Backend::has_row_windows()).
   bool row_windows = false;
+  /// The runner's facts (run_facts): with them, task-local sizes are planned too.
+  const RunFacts* facts = nullptr;
 };
 /// Every pass the optimisations call for, in order.
 BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on);

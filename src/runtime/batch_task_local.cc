@@ -60,24 +60,23 @@ BatchPlan plan_task_local_rows(BatchPlan p, const plan::VertexPlan& vp, const Ru
     if (facts.forward.task_local[i] && materialized(facts, vp.forward, facts.forward, i)) open.push_back({false, i});
   for (size_t i = 0; i < p.task_local_rows_b.size(); ++i)
     if (facts.backward.task_local[i] && materialized(facts, vp.backward, facts.backward, i)) open.push_back({true, i});
-  // The flags depend on the task's absence only: worked out once per distinct one.
-  struct Flags {
-    Absence absence;
-    std::vector<uint8_t> zero_f, zero_b, unneeded;
-  };
-  std::vector<Flags> known;
+  // The flags depend on the task's absence only: worked out once per distinct one (and kept in the facts' memo).
+  std::vector<AbsenceFlags> extra;  // beyond the memo's room
   for (size_t ti = 0; ti < p.tasks.size() && !open.empty(); ++ti) {
     const Absence& a = p.absence[ti];
-    const Flags* f = nullptr;
-    for (const Flags& k : known)
-      if (k.absence == a) f = &k;
+    const AbsenceFlags* f = nullptr;
+    for (const std::vector<AbsenceFlags>* known : {&facts.memo, &extra})
+      for (const AbsenceFlags& k : *known)
+        if (k.absence == a) f = &k;
     if (!f) {
-      Flags k{a, {}, {}, {}};
+      AbsenceFlags k{a, {}, {}, {}};
       detail::zero_nodes(vp.forward, a, /*pull_zero=*/false, {}, k.zero_f);
       detail::zero_nodes(vp.backward, a, false, k.zero_f, k.zero_b, /*push_zero=*/false);
       detail::unneeded_nodes(vp.backward, a, k.zero_b, k.unneeded);
-      known.push_back(std::move(k));
-      f = &known.back();
+      constexpr size_t kMemo = 16;
+      std::vector<AbsenceFlags>& into = facts.memo.size() < kMemo ? facts.memo : extra;
+      into.push_back(std::move(k));
+      f = &into.back();
     }
     const int64_t bs = p.tasks[ti].bs;
     for (const Open& o : open) {

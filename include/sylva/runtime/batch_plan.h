@@ -42,11 +42,22 @@ struct GraphRunFacts {
   /// Keeps one task's rows at a time (Optimisation::task_local_values and the plan's mark).
   std::vector<uint8_t> task_local;
 };
+/// A task's zero and unneeded nodes for its absence, with its pulled rows
+/// and pushed gradient taken as nonzero (plan_task_local_rows).
+struct AbsenceFlags {
+  Absence absence;
+  std::vector<uint8_t> zero_f, zero_b, unneeded;
+};
 /// Both graphs' facts, and the options they were worked out under.
 struct RunFacts {
   GraphRunFacts forward, backward;
   bool skip_zero_work = false, trim_fused_zeros = false;
   bool row_windows = false;  ///< the plan's row windows are used (the option, and the backend has them)
+  /// Memo of plan_task_local_rows: the flags of each distinct absence seen
+  /// (at most 16), kept across minibatches. They are a function of the plan
+  /// alone, so keeping them changes no result; a RunFacts is used by one
+  /// thread at a time (its runner's executor).
+  mutable std::vector<AbsenceFlags> memo;
 };
 /// The facts of `vp` under `on` (`row_windows`: the backend has them). Built
 /// once per runner.

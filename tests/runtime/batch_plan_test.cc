@@ -47,11 +47,23 @@ std::vector<InputGraph> with_ids(std::vector<InputGraph> gs) {
 
 std::vector<int32_t> ids_of(const GraphBatch& b) { return b.ids("x"); }
 
+// Graphs with words on their leaves, their batch and its Bfs schedule.
+struct Minibatch {
+  std::vector<InputGraph> graphs;
+  GraphBatch batch;
+  Schedule schedule;
+  explicit Minibatch(std::vector<InputGraph> gs)
+      : graphs(with_ids(std::move(gs))), batch(GraphBatch::of(graphs)),
+        schedule(Schedule::build(batch, BatchingPolicy::Bfs)) {}
+  Minibatch(const Minibatch&) = delete;
+  Minibatch& operator=(const Minibatch&) = delete;
+};
+
 TEST(BatchPlan, RowTablesFollowTheSchedule) {
   Cell c;
-  const std::vector<InputGraph> gs = with_ids({InputGraph::from_children({{}, {}, {0, 1}}, "a")});
-  const GraphBatch b = GraphBatch::of(gs);
-  const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  const Minibatch mb({InputGraph::from_children({{}, {}, {0, 1}}, "a")});
+  const GraphBatch& b = mb.batch;
+  const Schedule& s = mb.schedule;
   const BatchPlan p = plan_rows(*c.vp, b, s, {}, false);
   EXPECT_EQ(p.rows, 3);
   EXPECT_EQ(p.task_rows, 2);
@@ -70,17 +82,17 @@ TEST(BatchPlan, RowTablesFollowTheSchedule) {
 
 TEST(BatchPlan, AVertexWithMoreChildrenThanFReadsIsAClearError) {
   Cell c;
-  const std::vector<InputGraph> gs = with_ids({InputGraph::from_children({{}, {}, {}, {0, 1, 2}}, "wide tree")});
-  const GraphBatch b = GraphBatch::of(gs);
-  const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  const Minibatch mb({InputGraph::from_children({{}, {}, {}, {0, 1, 2}}, "wide tree")});
+  const GraphBatch& b = mb.batch;
+  const Schedule& s = mb.schedule;
   EXPECT_CONTAINS(test::error_of([&] { plan_rows(*c.vp, b, s, {}, false); }), "has 3 children but vertex function");
 }
 
 TEST(BatchPlan, AbsencesSayWhatEachTaskLacks) {
   Cell c;
-  const std::vector<InputGraph> gs = with_ids({complete_binary_tree(4, "t")});
-  const GraphBatch b = GraphBatch::of(gs);
-  const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  const Minibatch mb({complete_binary_tree(4, "t")});
+  const GraphBatch& b = mb.batch;
+  const Schedule& s = mb.schedule;
   const std::vector<int32_t> ids = ids_of(b);
   const BatchPlan p = plan_absences(plan_rows(*c.vp, b, s, ids, false), s, ids);
   ASSERT_EQ(p.absence.size(), 3u);  // leaves, their parents, the root
@@ -151,9 +163,9 @@ TEST(BatchPlan, ChildrenBlocksOnlyWhereEveryTaskHasItsChildrenInOrder) {
 // the largest inner task's rows.
 TEST(BatchPlan, TaskLocalValuesGetTheRowsOfTheLargestTaskThatWritesThem) {
   Cell c;
-  const std::vector<InputGraph> gs = with_ids({complete_binary_tree(8, "t")});
-  const GraphBatch b = GraphBatch::of(gs);
-  const Schedule s = Schedule::build(b, BatchingPolicy::Bfs);
+  const Minibatch mb({complete_binary_tree(8, "t")});
+  const GraphBatch& b = mb.batch;
+  const Schedule& s = mb.schedule;
   const std::vector<int32_t> ids = ids_of(b);
   const RunFacts facts = run_facts(*c.vp, Optimisations::all(), /*row_windows=*/true);
   const BatchPlan p = build_batch_plan(*c.vp, {.batch = b, .schedule = s, .pull_ids = ids, .facts = &facts},

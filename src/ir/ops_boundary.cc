@@ -97,7 +97,7 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::InputIds) = {"input_ids", src, 0, 0, infer_input_ids, nullptr};
   entry(t, OpKind::Pull) = {"pull", src | bnd, 0, 0, infer_declared, nullptr, Zeros::pulled_rows, OpCategory::data_movement, Ids::none, nullptr, OpKind::PullGradOut};
   entry(t, OpKind::Gather) = {"gather", src | bnd, 0, 0, infer_gather, nullptr, Zeros::absent_message, OpCategory::data_movement, Ids::none, nullptr, OpKind::GatherGradOut};
-  entry(t, OpKind::GatherReduce) = {"gather_reduce", src | bnd, 0, 0, infer_declared, nullptr, Zeros::absent_message, OpCategory::data_movement, Ids::none, nullptr, OpKind::GatherReduceGradOut};
+  entry(t, OpKind::GatherReduce) = {"gather_reduce", src | bnd, 0, 0, infer_declared, nullptr, Zeros::absent_children, OpCategory::data_movement, Ids::none, nullptr, OpKind::GatherReduceGradOut};
   entry(t, OpKind::Scatter) = {"scatter", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::ScatterGradIn};
   entry(t, OpKind::Push) = {"push", bnd, 1, 1, infer_marker, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::PushGradIn};
   entry(t, OpKind::Apply) = {"apply", bnd | OpFlag::container, 0, 1, infer_apply, nullptr, Zeros::never, OpCategory::data_movement, Ids::none, nullptr, OpKind::ApplyGrad};
@@ -110,6 +110,10 @@ void define_boundary_ops(Table& t) {
   entry(t, OpKind::GatherReduceGradOut) = {"gather_reduce_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::PullGradOut) = {"pull_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::ParamGradOut) = {"param_grad_out", out, 1, 1, infer_grad_out, nullptr, Zeros::never, OpCategory::param_grad};
+  entry(t, OpKind::GatherGradOut).unneeded = Unneeded::absent_slot;
+  entry(t, OpKind::GatherReduceGradOut).unneeded = Unneeded::absent_children;
+  entry(t, OpKind::PullGradOut).unneeded = Unneeded::unused_pull;
+  entry(t, OpKind::ParamGradOut).unneeded = Unneeded::zero_input;
   entry(t, OpKind::ApplyGrad) = {"apply_grad", bnd | OpFlag::internal | OpFlag::side_effect | OpFlag::container, 1, 1, infer_declared, nullptr, Zeros::never, OpCategory::data_movement};
   entry(t, OpKind::ScatterRows) = {"scatter_rows", bnd | OpFlag::internal, 2, 2, infer_scatter_rows, nullptr, Zeros::input0, OpCategory::data_movement};
 }

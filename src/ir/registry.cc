@@ -69,7 +69,7 @@ bool zero_from_inputs(const Node& n, std::span<const uint8_t> zero) {
       return !n.inputs.empty();
     case Zeros::input0: return z(0);
     case Zeros::input1: return z(1);
-    case Zeros::absent_message: case Zeros::pulled_rows: case Zeros::forward_value: case Zeros::pushed_grad:
+    case Zeros::absent_message: case Zeros::absent_children: case Zeros::pulled_rows: case Zeros::forward_value: case Zeros::pushed_grad:
       return false;  // runtime facts
   }
   return false;

@@ -110,6 +110,11 @@ ProgramPlan plan_program(const ir::Graph& program, const PlanOptions& options) {
                    std::vector<uint8_t>(program.size(), 0)};
   const auto consumers = consumers_of(program);
   for (const Node& n : program.nodes()) {
+    if (n.op == OpKind::SelectRows) {  // the executor reads the ids on the host to select rows
+      const Node& ids = program.node(n.inputs[1]);
+      SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %", ids.id,
+                  " (", ir::op_name(ids.op), ")");
+    }
     const auto& cs = consumers[static_cast<size_t>(n.id)];
     plan.selected_in_place[static_cast<size_t>(n.id)] =
         options.direct_row_selection && n.op == OpKind::Apply && !cs.empty() &&

@@ -9,7 +9,7 @@
 namespace sylva {
 
 bool Absence::message_absent(const ir::Node& n) const {
-  if (n.op == ir::OpKind::GatherReduce) return no_children;
+  if (ir::op_def(n.op).zeros == ir::Zeros::absent_children) return no_children;
   return n.attrs.slot < 64 && (slots >> n.attrs.slot & 1u);
 }
 

@@ -34,11 +34,6 @@ bool writes_in_task(const RunFacts& facts, const plan::GraphPlan& p, const Graph
   return true;  // run (or, children in place, its rows are views elsewhere: counted anyway)
 }
 
-// Whether node i has rows of its own while its graph runs (not in a window, not inside a fused group).
-bool materialized(const RunFacts& facts, const plan::GraphPlan& p, const GraphRunFacts& g, size_t i) {
-  return p.home[i] == plan::Home::arena && !(facts.row_windows && p.in_window[i]) && g.inside_group[i] < 0;
-}
-
 }  // namespace
 
 BatchPlan plan_task_local_rows(BatchPlan p, const plan::VertexPlan& vp, const RunFacts& facts) {
@@ -57,34 +52,20 @@ BatchPlan plan_task_local_rows(BatchPlan p, const plan::VertexPlan& vp, const Ru
   };
   std::vector<Open> open;  // task-local values still below the largest task
   for (size_t i = 0; i < p.task_local_rows_f.size(); ++i)
-    if (facts.forward.task_local[i] && materialized(facts, vp.forward, facts.forward, i)) open.push_back({false, i});
+    if (facts.forward.task_local[i] && has_rows(facts, vp.forward, facts.forward, i)) open.push_back({false, i});
   for (size_t i = 0; i < p.task_local_rows_b.size(); ++i)
-    if (facts.backward.task_local[i] && materialized(facts, vp.backward, facts.backward, i)) open.push_back({true, i});
+    if (facts.backward.task_local[i] && has_rows(facts, vp.backward, facts.backward, i)) open.push_back({true, i});
   // The flags depend on the task's absence only: worked out once per distinct one (and kept in the facts' memo).
-  std::vector<AbsenceFlags> extra;  // beyond the memo's room
+  TaskZeros spare;
   for (size_t ti = 0; ti < p.tasks.size() && !open.empty(); ++ti) {
-    const Absence& a = p.absence[ti];
-    const AbsenceFlags* f = nullptr;
-    for (const std::vector<AbsenceFlags>* known : {&facts.memo, &extra})
-      for (const AbsenceFlags& k : *known)
-        if (k.absence == a) f = &k;
-    if (!f) {
-      AbsenceFlags k{a, {}, {}, {}};
-      detail::zero_nodes(vp.forward, a, /*pull_zero=*/false, {}, k.zero_f);
-      detail::zero_nodes(vp.backward, a, false, k.zero_f, k.zero_b, /*push_zero=*/false);
-      detail::unneeded_nodes(vp.backward, a, k.zero_b, k.unneeded);
-      constexpr size_t kMemo = 16;
-      std::vector<AbsenceFlags>& into = facts.memo.size() < kMemo ? facts.memo : extra;
-      into.push_back(std::move(k));
-      f = &into.back();
-    }
+    const TaskZeros& f = detail::task_zeros(vp, p.absence[ti], false, false, facts.memo, spare);
     const int64_t bs = p.tasks[ti].bs;
     for (const Open& o : open) {
       int64_t& rows = o.backward ? p.task_local_rows_b[o.node] : p.task_local_rows_f[o.node];
       if (rows >= bs) continue;
-      const bool writes = o.backward ? writes_in_task(facts, vp.backward, facts.backward, true, o.node, f->zero_b,
-                                                      f->unneeded)
-                                     : writes_in_task(facts, vp.forward, facts.forward, false, o.node, f->zero_f,
+      const bool writes = o.backward ? writes_in_task(facts, vp.backward, facts.backward, true, o.node, f.zero_b,
+                                                      f.unneeded)
+                                     : writes_in_task(facts, vp.forward, facts.forward, false, o.node, f.zero_f,
                                                       {});
       if (writes) rows = bs;
     }

@@ -17,20 +17,20 @@ using ir::OpKind;
 // have no children (their own arena rows then).
 MatView VertexRunner::children_block(bool backward, const Task& t) {
   const auto first = static_cast<size_t>(t.offset), end = static_cast<size_t>(t.offset + t.bs);
-  const int32_t in_place = batch_plan_->children.blocked[end] - batch_plan_->children.blocked[first];
+  const int32_t in_place = mb_.plan->children.blocked[end] - mb_.plan->children.blocked[first];
   if (in_place == 0) return {};
   SYLVA_ASSERT(in_place == t.bs, "a run of tasks with children in place and without (rows ", t.offset, ", +", t.bs,
                ")");
   const int64_t S = plan_->gather_slots;
-  MatView rows = backward ? scatter_grad_all() : messages();
-  rows = rows.block(batch_plan_->children.first_child[first], S * t.bs);
+  MatView rows = backward ? boundary_.message_grads() : boundary_.messages();
+  rows = rows.block(mb_.plan->children.first_child[first], S * t.bs);
   return {rows.data, t.bs, S * rows.cols, rows.dtype};
 }
 
 bool VertexRunner::in_children_block(const Values& v, const Node& n, const Task& t) {
-  if (!batch_plan_->children.in_place) return false;
+  if (!mb_.plan->children.in_place) return false;
   const bool mine = v.backward ? n.op == OpKind::GatherGradOut && v.plan->window[static_cast<size_t>(n.id)]
-                               : n.id == batch_plan_->children.nodes.concat;
+                               : n.id == mb_.plan->children.nodes.concat;
   return mine && children_block(v.backward, t).data;
 }
 

@@ -54,10 +54,7 @@ struct Executor::Impl {
         runners[n.id] = std::make_unique<VertexRunner>(
             plans.get(n.attrs.body, plan_options()), backend, store,
             detail::RunnerOptions{options.optimisations, streaming(), options.check_numerics});
-      } else if (n.op == OpKind::SelectRows) {
-        const Node& ids = g.node(n.inputs[1]);
-        SYLVA_CHECK(ids.op == OpKind::InputIds, "[select_rows] ids must be a program's input_ids, got node %",
-                    ids.id, " (", ir::op_name(ids.op), ")");
+      } else if (n.op == OpKind::SelectRows) {  // moves rows here (its ids are checked by plan_program)
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
       }
@@ -99,11 +96,11 @@ struct Executor::Impl {
   // what is computed from one (its operands' rows).
   int64_t rows_of(const ir::Graph& g, const Node& n, const std::vector<ValueBuffer>& buffers) const {
     if (!n.type.rowed) return n.type.shape.rows();
+    if (ir::has(ir::op_def(n.op).flags, ir::OpFlag::container)) return batch_rows;  // apply, apply_grad
     switch (n.op) {
       case OpKind::SelectRows: return static_cast<int64_t>(selections[n.inputs[1]].rows.size());
       case OpKind::ScatterRows: return buffers[n.inputs[1]].view.rows;  // the ids': one per vertex
-      case OpKind::Apply: case OpKind::ApplyGrad: case OpKind::InputIds: return batch_rows;
-      default: return operand_rows(g, n, buffers);
+      default: return operand_rows(g, n, buffers);  // input_ids too: no inputs, a row per vertex
     }
   }
 
@@ -116,7 +113,7 @@ struct Executor::Impl {
   // sparse gradients.
   std::span<const int32_t> host_ids(NodeId id) const {
     const Node& n = program.graph().node(id);
-    SYLVA_ASSERT(n.op == OpKind::InputIds || n.op == OpKind::SelectRows, "int32 value of op ", ir::op_name(n.op));
+    SYLVA_ASSERT(n.type.dtype == DType::i32, "ids from op ", ir::op_name(n.op), " of dtype ", dtype_name(n.type.dtype));
     return ids_on_host[static_cast<size_t>(id)];
   }
 

@@ -10,21 +10,21 @@ namespace sylva::detail {
 
 void VertexRunner::size_task_local() {
   for (Values* v : {&fwd_, &bwd_}) {
-    const std::vector<int64_t>& planned = v->backward ? batch_plan_->task_local_rows_b : batch_plan_->task_local_rows_f;
+    const std::vector<int64_t>& planned = v->backward ? mb_.plan->task_local_rows_b : mb_.plan->task_local_rows_f;
     // Without the pass, or after a group of v fell back to running its
     // members (their zero inputs then get rows of zeros), every task writes.
     const bool all = planned.empty() ||
                      std::find(v->group_failed.begin(), v->group_failed.end(), 1) != v->group_failed.end();
     for (size_t i = 0; i < v->arena.size(); ++i)
-      v->local_rows[i] = !task_local(*v, i) ? 0 : all ? batch_plan_->task_rows : planned[i];
+      v->local_rows[i] = !task_local(*v, i) ? 0 : all ? mb_.plan->task_rows : planned[i];
   }
 }
 
 void VertexRunner::grow_task_local(Values& v) {
   for (size_t i = 0; i < v.arena.size(); ++i)
-    if (task_local(v, i) && v.local_rows[i] < batch_plan_->task_rows) {
-      if (materialized(v, i)) v.arena[i].reserve_rows(batch_plan_->task_rows, /*keep=*/true);
-      v.local_rows[i] = batch_plan_->task_rows;
+    if (task_local(v, i) && v.local_rows[i] < mb_.plan->task_rows) {
+      if (materialized(v, i)) v.arena[i].reserve_rows(mb_.plan->task_rows, /*keep=*/true);
+      v.local_rows[i] = mb_.plan->task_rows;
     }
 }
 

@@ -33,7 +33,7 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
                              size_t end, Lane& lane) {
   const std::vector<NodeId>& nodes = ph == Phase::pre ? v.plan->pre : v.plan->post;
   if (nodes.empty() || first >= end) return;
-  const auto& tasks = schedule_->tasks;
+  const auto& tasks = mb_.schedule->tasks;
   const size_t T = end - first;
   const Task all{tasks[first].offset, tasks[end - 1].offset + tasks[end - 1].bs - tasks[first].offset};
   // The pull runs first: which tasks pulled all-zero rows decides what else is zero.
@@ -71,18 +71,18 @@ void VertexRunner::run_phase(Values& v, Phase ph, const ExecContext& ctx, const 
 // value is known zero: unwritten_zero_nodes), they are not copied.
 void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* obs, size_t first, size_t end,
                             Lane& lane) {
-  const auto& tasks = schedule_->tasks;
+  const auto& tasks = mb_.schedule->tasks;
   const Node& n = v.plan->graph->node(plan_->pull);
   const bool skip = options_.on(Optimisation::skip_zero_work);
   const bool leave = skip && v.facts->unwritten[n.id];
   for (size_t i = first; i < end;) {
-    const bool unused = leave && batch_plan_->absence[i].pull_grad_unused;
+    const bool unused = leave && mb_.plan->absence[i].pull_grad_unused;
     Task span{tasks[i].offset, 0};
     size_t j = i;
-    for (; j < end && (leave && batch_plan_->absence[j].pull_grad_unused) == unused; ++j) span.bs += tasks[j].bs;
+    for (; j < end && (leave && mb_.plan->absence[j].pull_grad_unused) == unused; ++j) span.bs += tasks[j].bs;
     if (unused) skipped_ += static_cast<int64_t>(j - i);
     else exec_node(v, n, span, -1, ctx, obs, lane);
-    for (; i < j && skip; ++i) task_pull_zero_[i] = unused || pulled_zero(view(v, n.id, tasks[i]), i);
+    for (; i < j && skip; ++i) mb_.pull_zero[i] = unused || pulled_zero(view(v, n.id, tasks[i]), i);
     i = j;
   }
 }
@@ -90,8 +90,8 @@ void VertexRunner::run_pull(Values& v, const ExecContext& ctx, const Observer* o
 // Chunks of tasks holding at least a quarter of the rows (and 256 rows), in
 // task order; for the backward loop, in the reverse order it runs them.
 std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
-  const auto& tasks = schedule_->tasks;
-  const int64_t target = std::max<int64_t>(256, schedule_->num_rows() / 4);
+  const auto& tasks = mb_.schedule->tasks;
+  const int64_t target = std::max<int64_t>(256, mb_.schedule->num_rows() / 4);
   std::vector<size_t> b{reverse ? tasks.size() : 0};
   int64_t rows = 0;
   for (size_t k = 0; k < tasks.size(); ++k) {
@@ -106,7 +106,7 @@ std::vector<size_t> VertexRunner::chunk_bounds(bool reverse) const {
 }
 
 std::vector<size_t> VertexRunner::stream_chunks(bool reverse, const std::vector<NodeId>& phase) const {
-  if (!options_.streaming || phase.empty() || schedule_->tasks.size() < 2) return {};
+  if (!options_.streaming || phase.empty() || mb_.schedule->tasks.size() < 2) return {};
   std::vector<size_t> b = chunk_bounds(reverse);
   if (b.size() < 3) b.clear();  // one chunk
   return b;
@@ -125,9 +125,9 @@ void VertexRunner::report_side_events(const Observer* obs) {
 }
 
 void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx, const Observer* obs) {
-  pull_ = pull;
-  step_ = ctx.step;
-  const auto& tasks = schedule_->tasks;
+  boundary_.start_forward(pull);
+  mb_.step = ctx.step;
+  const auto& tasks = mb_.schedule->tasks;
   const size_t T = tasks.size();
   const bool skip = options_.on(Optimisation::skip_zero_work);
   // Streaming: the work before the loop runs on the side queue, chunk by
@@ -161,37 +161,27 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
 }
 
 void VertexRunner::copy_pushed_rows(std::span<const int32_t> src_idx, MatView dst, std::span<const int32_t> dst_idx) {
-  const int64_t rows = schedule_->num_rows();
+  const int64_t rows = mb_.schedule->num_rows();
   if (plan_->push_col < 0) {
     backend_.copy_rows(std::as_const(fwd_.arena[plan_->push_source]).rows(0, rows), src_idx, dst, dst_idx);
     return;
   }
-  SYLVA_ASSERT(windows_, "a plan that pushes from the message on a backend without row windows");
+  SYLVA_ASSERT(facts_.row_windows, "a plan that pushes from the message on a backend without row windows");
   const int64_t cols = plan_->forward.graph->node(plan_->push_source).type.cols();
-  backend_.move_row_windows(messages(), src_idx, dst, dst_idx, {plan_->push_col, 0, cols}, false);
+  backend_.move_row_windows(boundary_.messages(), src_idx, dst, dst_idx, {plan_->push_col, 0, cols}, false);
 }
 
 // push: permute the pushed rows from task order back to vertex order.
-void VertexRunner::copy_pushed(MatView pushed) { copy_pushed_rows({}, pushed, schedule_->vertex_of_row); }
+void VertexRunner::copy_pushed(MatView pushed) { copy_pushed_rows({}, pushed, mb_.schedule->vertex_of_row); }
 
 void VertexRunner::backward(MatView d_pushed, std::span<const int32_t> d_pushed_rows, MatView d_pull,
                             bool d_pull_table, const Observer* obs, const std::function<void()>* tick) {
-  SYLVA_ASSERT(!d_pull_table || !batch_plan_->pull_rows.empty(), "a pull gradient into a table the pull did not read");
-  if (batch_plan_->write_message_grads) zero_message_grads(batch_plan_->unwritten_rows);
-  else if (plan_->scatter_source != ir::kNoNode) backend_.fill_zero(scatter_grad_all());
-  d_pushed_ = d_pushed;
-  d_pushed_rows_ = d_pushed_rows;
-  task_push_zero_.assign(schedule_->tasks.size(), 0);
-  if (options_.on(Optimisation::skip_zero_work) && !d_pushed_rows.empty())  // rows -1 read no pushed gradient
-    for (size_t ti = 0; ti < task_push_zero_.size(); ++ti) {
-      const auto rows = d_pushed_rows.subspan(static_cast<size_t>(schedule_->tasks[ti].offset),
-                                              static_cast<size_t>(schedule_->tasks[ti].bs));
-      task_push_zero_[ti] = std::all_of(rows.begin(), rows.end(), [](int32_t r) { return r < 0; });
-    }
-  d_pull_ = d_pull;
-  d_pull_table_ = d_pull_table;
+  boundary_.start_backward(d_pushed, d_pushed_rows, d_pull, d_pull_table);
+  mb_.push_zero.assign(mb_.schedule->tasks.size(), 0);
+  if (options_.on(Optimisation::skip_zero_work))  // rows -1 read no pushed gradient
+    for (size_t ti = 0; ti < mb_.push_zero.size(); ++ti) mb_.push_zero[ti] = boundary_.no_pushed_grad(mb_.schedule->tasks[ti]);
   const ExecContext ctx;
-  const auto& tasks = schedule_->tasks;
+  const auto& tasks = mb_.schedule->tasks;
   const size_t T = tasks.size();
   run_phase(bwd_, Phase::pre, ctx, obs, 0, T, main_);
   // Streaming: once the loop has finished a chunk of tasks (their rows are

@@ -21,22 +21,11 @@
 #include "sylva/runtime/param_store.h"
 #include "sylva/runtime/schedule.h"
 #include "side_queue.h"
+#include "vertex_boundary.h"
+#include "value_buffer.h"
 #include "zero_work.h"
 
 namespace sylva::detail {
-
-/// A fixed-size value: a grow-only buffer and its current view.
-struct ValueBuffer {
-  ValueBuffer() = default;
-  explicit ValueBuffer(Memory& memory) : buf(memory) {}
-  Buffer buf;
-  MatView view;
-  /// Points view at `rows x cols` of dtype, growing buf if needed.
-  MatView& shape(int64_t rows, int64_t cols, DType dtype);
-};
-
-/// `n` slots whose buffers come from `memory`.
-std::vector<ValueBuffer> make_value_buffers(size_t n, Memory& memory);
 
 /// How a runner executes its plan: the executor's optimisations, and
 /// whether it streams here (Optimisation::streaming where a core or lane is
@@ -86,7 +75,7 @@ class VertexRunner {
 
   const plan::VertexPlan& plan() const { return *plan_; }
   /// The last minibatch's plan (prepare), or null before the first.
-  const BatchPlan* batch_plan() const { return batch_plan_.get(); }
+  const BatchPlan* batch_plan() const { return mb_.plan.get(); }
   /// What the batch plan's passes read about this runner's plan and options.
   const RunFacts& facts() const { return facts_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
@@ -98,11 +87,6 @@ class VertexRunner {
   size_t bytes_per_row() const;
 
  private:
-  // What zero_f, zero_b and unneeded are for one key (task_flags).
-  struct TaskFlags {
-    std::array<uint64_t, 2> key{};
-    std::vector<uint8_t> zero_f, zero_b, unneeded;
-  };
   // What one thread needs to run nodes: operand lists, zero/unneeded flags
   // of the task at hand, per-task states of a phase, and (for a side
   // thread) observer events kept until the caller's thread reports them.
@@ -112,10 +96,9 @@ class VertexRunner {
     // run_group: which inputs of the group are zero in the task, then which
     // outputs it leaves unwritten (the key of the group's trimmed programs).
     std::vector<uint8_t> trim;
-    // task_flags' results by what decides them (TaskFlags::key): a schedule
-    // has few distinct ones (a tree's leaf task and the rest), and working
-    // them out walks F and ∂F for every task of every phase.
-    std::vector<TaskFlags> flags;
+    // task_zeros' memo, kept across minibatches (zero_work.h).
+    std::vector<TaskZeros> memo;
+    TaskZeros spare;
     std::vector<TaskState> state;  // [node of the phase][task]
     bool buffer_events = false;
     std::vector<OpEvent> events;
@@ -154,12 +137,14 @@ class VertexRunner {
   // Runs node n over the rows of t (a task, or a run of tasks outside the loop).
   void exec_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,
                  const Observer* obs, Lane& lane);
-  // The gradient outputs of ∂F, for the rows of t.
+  // The gradient outputs of ∂F, for the rows of t: parameter gradients
+  // here, the rest through the boundary.
   void exec_grad_out(Values& v, const ir::Node& n, const Task& t, const ExecContext& ctx, Lane& lane);
   // Tells the observer (or the lane's buffer) that n ran.
   void report(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const Observer* obs, Lane& lane,
               std::chrono::steady_clock::time_point start, std::span<const ir::NodeId> fused = {},
               const ir::Node* folded = nullptr);
+  // An unneeded node of ∂F: not computed (Boundary::leave_out).
   void skip_unneeded(const ir::Node& n, const Task& t);
   // check_numerics: throws if `out` (n's value for the rows of t) holds a NaN or an infinity.
   void check_numerics(const Values& v, const ir::Node& n, const Task& t, const MatView& out, Lane& lane);
@@ -199,65 +184,53 @@ class VertexRunner {
   std::vector<size_t> stream_chunks(bool reverse, const std::vector<ir::NodeId>& phase) const;
   SideQueue& side();
   void report_side_events(const Observer* obs);
-  // zero_f (and for ∂F zero_b, unneeded) of task ti; `assume_nonzero`:
-  // as if its pulled rows and pushed gradient were not zero (before they are known).
-  void task_flags(size_t ti, bool backward, Lane& lane, bool assume_nonzero = false) const;
+  // zero_f (and for ∂F zero_b, unneeded) of task ti (task_zeros).
+  void task_flags(size_t ti, bool backward, Lane& lane) const;
   // Task-local values (task_local_rows.cc): each gets the rows the batch
   // plan gives it (plan_task_local_rows), or the largest task's.
   void size_task_local();
   // After a fused group of v failed: the largest task's rows for every task-local value of v, keeping their rows.
   void grow_task_local(Values& v);
-  void run_boundary(const ir::Node& n, const Task& t, MatView out);
   // The rows of task t in a per-row table (gather's children, vertex_of_row).
   static std::span<const int32_t> rows_in(const std::vector<int32_t>& table, const Task& t) {
     return BatchPlan::rows_in(table, t);
   }
-  // What children scattered, all rows (F's scatter source).
-  MatView messages() const;
   // Whether the pulled rows of task ti (`block`) are all zero: read on the
   // host, or on a device known from the lookup's ids alone.
   bool pulled_zero(const MatView& block, size_t ti) const;
-  MatView scatter_grad_all();
-  // Zeros in the message-gradient rows `rows` (-1 entries skipped).
-  void zero_message_grads(std::span<const int32_t> rows);
   // Children in place (children_blocks.cc): F's concat and ∂F's value
   // that are views of the children's rows, where the batch plan says so.
   MatView children_block(bool backward, const Task& t);
   // Whether n is F's concat or a gather gradient of ∂F and t's rows have their children in place.
   bool in_children_block(const Values& v, const ir::Node& n, const Task& t);
   // Lent arenas (lent_arenas.cc): ∂F's values that keep every row use the
-  // arenas of F's values nothing reads after F's loop (lender_).
-  void pair_lent_arenas();
-  // Room for ∂F's node i (lender_[i] set) in its lender's arena: `rows` of i's rows.
+  // arenas of F's values nothing reads after F's loop (RunFacts::lender).
+  // Room for ∂F's node i (lender[i] set) in its lender's arena: `rows` of i's rows.
   void reserve_lent(size_t i, int64_t rows);
   // Rows [offset, offset + bs) of ∂F's node i, in its lender's arena.
   MatView lent_rows(size_t i, int64_t offset, int64_t bs);
+
+  // The minibatch at hand: its plan (prepare), and which tasks forward()
+  // and backward() found pulling or pushed only zeros (skipping zero work,
+  // zero_work.h).
+  struct Minibatch {
+    const GraphBatch* batch = nullptr;
+    const Schedule* schedule = nullptr;
+    std::shared_ptr<const BatchPlan> plan;
+    uint64_t step = 0;  // of forward (ExecContext::step), for messages
+    std::vector<uint8_t> pull_zero, push_zero;
+  };
 
   std::shared_ptr<const plan::VertexPlan> plan_;
   Backend& backend_;
   ParamStore& params_;
   RunnerOptions options_;
-  bool windows_;  // row windows planned are used (options_.row_windows and the backend has them)
-  RunFacts facts_;  // of the plan under the options (run_facts)
+  RunFacts facts_;  // of the plan under the options (run_facts): groups, windows, lenders
   Values fwd_, bwd_;
-  DynamicTensor scatter_grad_;
-
-  const GraphBatch* batch_ = nullptr;
-  const Schedule* schedule_ = nullptr;
-  std::shared_ptr<const BatchPlan> batch_plan_;  // this minibatch's (prepare)
-  // Per node of ∂F: the node of F whose arena holds its rows (kNoNode: its own).
-  std::vector<ir::NodeId> lender_;
-  MatView pull_, d_pushed_, d_pull_;
-  bool d_pull_table_ = false;       // backward(): d_pull_ is the table's gradient (add at pull_rows_)
-  std::span<const int32_t> d_pushed_rows_;  // backward(): d_pushed's row per row, or empty (vertex order)
-  uint64_t step_ = 0;  // of the last forward (ExecContext::step), for messages
-
-  // Skipping zero work (zero_work.h).
-  std::atomic<int64_t> skipped_ = 0;
-  std::vector<uint8_t> task_pull_zero_;
-  std::vector<uint8_t> task_push_zero_;  // backward(): no row of the task has a pushed gradient
-  DynamicTensor zero_row_;               // one row of zeros as wide as any value, for group_input
-  std::vector<int32_t> minus_ones_;  // copy_rows source indices for zero rows
+  Boundary boundary_;  // pulls, gathers, pushed gradients in; message and pull gradients out
+  Minibatch mb_;
+  std::atomic<int64_t> skipped_ = 0;  // ops skipped as zero or unneeded
+  DynamicTensor zero_row_;            // one row of zeros as wide as any value, for group_input
 
   // Streaming: work before/after the task loop runs on the side queue (its
   // lane side_lane_) while the loop runs on the caller's thread (lane main_).

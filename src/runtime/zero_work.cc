@@ -7,7 +7,6 @@ namespace sylva::detail {
 
 using ir::Node;
 using ir::NodeId;
-using ir::OpKind;
 
 void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std::span<const uint8_t> zero_f,
                 std::vector<uint8_t>& zero, bool push_zero) {
@@ -15,7 +14,7 @@ void zero_nodes(const plan::GraphPlan& p, const Absence& a, bool pull_zero, std:
   for (const Node& n : p.graph->nodes()) {
     bool z = false;
     switch (ir::op_def(n.op).zeros) {
-      case ir::Zeros::absent_message: z = a.message_absent(n); break;
+      case ir::Zeros::absent_message: case ir::Zeros::absent_children: z = a.message_absent(n); break;
       case ir::Zeros::pulled_rows: z = pull_zero; break;
       case ir::Zeros::forward_value: z = zero_f[static_cast<size_t>(n.attrs.ref)] != 0; break;
       case ir::Zeros::pushed_grad: z = push_zero; break;
@@ -64,7 +63,7 @@ std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::
   if (backward) {
     const std::vector<int32_t> backward_groups = groups_of(*backward);
     for (const Node& n : backward->graph->nodes())
-      if (n.op == OpKind::ForwardValue && !zero_rows_unread(*backward, backward_groups, n.id))
+      if (ir::op_def(n.op).zeros == ir::Zeros::forward_value && !zero_rows_unread(*backward, backward_groups, n.id))
         unread_by_backward[static_cast<size_t>(n.attrs.ref)] = 0;
   }
   std::vector<uint8_t> out(p.graph->size(), 0);
@@ -84,12 +83,12 @@ void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span
     const Node& n = dg.node(static_cast<NodeId>(i));
     const bool zero_in = !n.inputs.empty() && zero_b[static_cast<size_t>(n.inputs[0])] != 0;
     bool d = false;
-    switch (n.op) {
-      case OpKind::GatherGradOut: d = (n.attrs.slot < 64 && (a.slots >> n.attrs.slot & 1u)) || zero_in; break;
-      case OpKind::GatherReduceGradOut: d = a.no_children || zero_in; break;
-      case OpKind::PullGradOut: d = a.pull_grad_unused; break;
-      case OpKind::ParamGradOut: d = zero_in; break;
-      default: {
+    switch (ir::op_def(n.op).unneeded) {
+      case ir::Unneeded::absent_slot: d = (n.attrs.slot < 64 && (a.slots >> n.attrs.slot & 1u)) || zero_in; break;
+      case ir::Unneeded::absent_children: d = a.no_children || zero_in; break;
+      case ir::Unneeded::unused_pull: d = a.pull_grad_unused; break;
+      case ir::Unneeded::zero_input: d = zero_in; break;
+      case ir::Unneeded::by_consumers: {
         const auto& cs = backward.consumers[i];
         d = !cs.empty() &&
             std::all_of(cs.begin(), cs.end(), [&](NodeId c) { return unneeded[static_cast<size_t>(c)] != 0; });
@@ -97,6 +96,21 @@ void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span
     }
     unneeded[i] = d;
   }
+}
+
+const TaskZeros& task_zeros(const plan::VertexPlan& vp, const Absence& a, bool pull_zero, bool push_zero,
+                            std::vector<TaskZeros>& memo, TaskZeros& spare) {
+  for (const TaskZeros& k : memo)
+    if (k.absence == a && k.pull_zero == pull_zero && k.push_zero == push_zero) return k;
+  constexpr size_t kMemo = 16;
+  TaskZeros& k = memo.size() < kMemo ? memo.emplace_back() : spare;
+  k.absence = a;
+  k.pull_zero = pull_zero;
+  k.push_zero = push_zero;
+  zero_nodes(vp.forward, a, pull_zero, {}, k.zero_f);  // F reads no forward values
+  zero_nodes(vp.backward, a, false, k.zero_f, k.zero_b, push_zero);
+  unneeded_nodes(vp.backward, a, k.zero_b, k.unneeded);
+  return k;
 }
 
 bool all_zero_bytes(const MatView& v) {

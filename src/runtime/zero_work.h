@@ -16,6 +16,7 @@
 namespace sylva::detail {
 
 using sylva::Absence;  // sylva/runtime/batch_plan.h: the facts pass plan_absences adds
+using sylva::TaskZeros;
 
 /// How a node is handled for a task: run, filled with zeros (its inputs
 /// make it zero), or left out (nobody needs its result).
@@ -42,6 +43,14 @@ std::vector<uint8_t> unwritten_zero_nodes(const plan::GraphPlan& p, const plan::
 /// that only feeds those.
 void unneeded_nodes(const plan::GraphPlan& backward, const Absence& a, std::span<const uint8_t> zero_b,
                     std::vector<uint8_t>& unneeded);
+/// The flags of a task with absence `a`, pulled rows all zero or not and
+/// (∂F) no pushed gradient or not: from `memo`, or worked out (zero_nodes,
+/// unneeded_nodes) and kept there while it has fewer than 16 -- a schedule
+/// has few distinct ones (a tree's leaf task and the rest), and working
+/// them out walks F and ∂F -- else into `spare`. A function of the plan
+/// and the key alone; the reference lasts until the next call.
+const TaskZeros& task_zeros(const plan::VertexPlan& vp, const Absence& a, bool pull_zero, bool push_zero,
+                            std::vector<TaskZeros>& memo, TaskZeros& spare);
 /// Whether every byte of `v` (host memory) is zero.
 bool all_zero_bytes(const MatView& v);
 

@@ -110,13 +110,21 @@ constexpr bool has(OpFlag set, OpFlag f) {
 /// (skipping zero work): never known, when any input is (a product), when
 /// all are (a sum, a concat), or when input 0 / input 1 is (ops that map 0
 /// to 0; gradient ops whose incoming gradient is input 1). Boundary
-/// sources: when the children's messages it reads are absent (gather),
-/// when the pulled rows are all zero (pull), when the forward value is
+/// sources: when the children's messages it reads are absent (gather:
+/// its slot; gather_reduce: every child), when the pulled rows are all zero (pull), when the forward value is
 /// zero (forward_value), when no row of the task has a pushed gradient
 /// (push_grad_in: the program reads its pushed rows only at some vertices).
 enum class Zeros : uint8_t {
-  never, any, all, input0, input1, absent_message, pulled_rows, forward_value, pushed_grad
+  never, any, all, input0, input1, absent_message, absent_children, pulled_rows, forward_value, pushed_grad
 };
+
+/// When ∂F's node is not needed in a task (skipping zero work): when none
+/// of its consumers is (every op but the gradient outputs); a gather's
+/// gradient when its slot has no child at any row, or its input is zero;
+/// gather_reduce's when no row has a child, or its input is zero; the
+/// pull's when every row looked up id -1; a parameter's when its input is
+/// zero.
+enum class Unneeded : uint8_t { by_consumers, absent_slot, absent_children, unused_pull, zero_input };
 
 /// What kind of work an op does, for profiles (sylva::Profiler).
 enum class OpCategory : uint8_t {
@@ -177,6 +185,7 @@ struct OpDef {
   /// incoming gradients (PushGradIn, ScatterGradIn), apply -> ApplyGrad;
   /// Count_ for every other op.
   OpKind dual = OpKind::Count_;
+  Unneeded unneeded = Unneeded::by_consumers;
 };
 
 /// The registry: the definition of every OpKind.

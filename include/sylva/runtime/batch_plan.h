@@ -42,10 +42,12 @@ struct GraphRunFacts {
   /// Keeps one task's rows at a time (Optimisation::task_local_values and the plan's mark).
   std::vector<uint8_t> task_local;
 };
-/// A task's zero and unneeded nodes for its absence, with its pulled rows
-/// and pushed gradient taken as nonzero (plan_task_local_rows).
-struct AbsenceFlags {
+/// A task's zero nodes of F and ∂F and unneeded nodes of ∂F, and what
+/// decides them besides the plan: its absence, whether its pulled rows were
+/// all zero, whether no row of it has a pushed gradient (task_zeros).
+struct TaskZeros {
   Absence absence;
+  bool pull_zero = false, push_zero = false;
   std::vector<uint8_t> zero_f, zero_b, unneeded;
 };
 /// Both graphs' facts, and the options they were worked out under.
@@ -53,11 +55,15 @@ struct RunFacts {
   GraphRunFacts forward, backward;
   bool skip_zero_work = false, trim_fused_zeros = false;
   bool row_windows = false;  ///< the plan's row windows are used (the option, and the backend has them)
+  /// Lent arenas (Optimisation::lend_forward_arenas), per node of ∂F: the
+  /// node of F whose arena holds its rows (kNoNode: its own). Pairs are
+  /// fixed once per runner; a lender's arena is sized for the larger of the two.
+  std::vector<ir::NodeId> lender;
   /// Memo of plan_task_local_rows: the flags of each distinct absence seen
   /// (at most 16), kept across minibatches. They are a function of the plan
   /// alone, so keeping them changes no result; a RunFacts is used by one
   /// thread at a time (its runner's executor).
-  mutable std::vector<AbsenceFlags> memo;
+  mutable std::vector<TaskZeros> memo;
 };
 /// The facts of `vp` under `on` (`row_windows`: the backend has them). Built
 /// once per runner.
@@ -66,6 +72,10 @@ RunFacts run_facts(const plan::VertexPlan& vp, Optimisations on, bool row_window
 /// task with these zero / unneeded flags (trim_fused_zeros).
 bool output_unused(const RunFacts& facts, const GraphRunFacts& g, bool backward, size_t i,
                    std::span<const uint8_t> zero, std::span<const uint8_t> unneeded);
+/// Whether node i of graph `p` (facts `g`) has arena rows of its own while
+/// p runs: an arena value, not read through a row window, not hidden inside
+/// a fused group.
+bool has_rows(const RunFacts& facts, const plan::GraphPlan& p, const GraphRunFacts& g, size_t i);
 /// Whether a node that is known zero in a task skips its kernel: every op
 /// with a value of its own but the boundary ops other than a gather and the
 /// pushed gradient.

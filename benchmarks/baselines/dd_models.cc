@@ -205,7 +205,7 @@ GraphStrategy::GraphStrategy(ParameterSet& ps, const StrategyOptions& o)
   backend_.set_threads(o.executor.threads);
   // On a device the parameters stay there and gradients are zeroed there, as
   // in a training loop with the optimiser on the device (Sylva's likewise).
-  if (!graph_.param_store().on_host()) graph_.param_store().set_resident(true);
+  if (!graph_.param_store().on_host()) graph_.param_store().set_update_side(Side::device);
 }
 
 void GraphStrategy::update() {
@@ -216,7 +216,7 @@ void GraphStrategy::update() {
 void GraphStrategy::synchronize() { backend_.synchronize(); }
 
 void GraphStrategy::download_parameters() {
-  if (graph_.param_store().resident()) graph_.param_store().download_values();
+  graph_.param_store().make_current(Side::host);
 }
 
 StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train) {
@@ -225,7 +225,7 @@ StepStats GraphStrategy::finish_step(double declared, bool autobatch, bool train
   double compute = graph_.stats().compute_s;
   if (train) {
     auto t1 = std::chrono::steady_clock::now();
-    if (graph_.param_store().resident())
+    if (graph_.param_store().update_side() == Side::device)
       graph_.param_store().zero_grads(first_ ? RowSparsity{} : touched_);
     else
       ps_.zero_grad(first_ ? nullptr : &touched_);

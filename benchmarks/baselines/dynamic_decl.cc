@@ -371,7 +371,7 @@ double Graph::forward(bool autobatch, bool training, bool time_movement) {
   stats_.schedule_s = seconds_since(t0);
 
   auto t1 = Clock::now();
-  store_.upload_values();  // a device's copies of the parameters
+  store_.make_current(Side::device);  // a device: the values the host changed
   value_elems_ = 0;
   gathered_elems_ = 0;
   training_ = training;

@@ -71,7 +71,7 @@ class SylvaStrategy final : public Strategy {
     }
     // On a device the parameters stay there and gradients are zeroed there, as
     // the Trainer does with its optimiser on the device (the baselines likewise).
-    if (!ex_.param_store().on_host()) ex_.param_store().set_resident(true);
+    if (!ex_.param_store().on_host()) ex_.param_store().set_update_side(Side::device);
   }
 
   std::string name() const override { return name_; }
@@ -79,7 +79,7 @@ class SylvaStrategy final : public Strategy {
   void update() override { update_.run(ex_.param_store(), ex_.sparse_grads()); }
   void synchronize() override { ex_.backend().synchronize(); }
   void download_parameters() override {
-    if (ex_.param_store().resident()) ex_.param_store().download_values();
+    ex_.param_store().make_current(Side::host);
   }
   double values_mb() const override { return floor_ ? -1.0 : static_cast<double>(ex_.held_bytes()) / (1 << 20); }
 
@@ -120,7 +120,7 @@ class SylvaStrategy final : public Strategy {
     s.loss = ex_.scalar(model_.loss);
     if (train) {
       // Only the rows the last backward touched are nonzero in lookup tables.
-      if (ex_.param_store().resident())
+      if (ex_.param_store().update_side() == Side::device)
         ex_.param_store().zero_grads(first_ ? RowSparsity{} : ex_.sparse_grads());
       else
         ps_.zero_grad(first_ ? nullptr : &ex_.sparse_grads());

@@ -72,8 +72,9 @@ StrategyUpdate::StrategyUpdate(const StrategyOptions& o, std::string who) : who_
 
 void StrategyUpdate::run(ParamStore& store, const RowSparsity& sparse) {
   SYLVA_CHECK(opt_ != nullptr, "[bench] strategy ", who_, " was made without an optimizer (--optimizer none)");
-  if (!store.resident()) {
+  if (store.update_side() == Side::host) {
     opt_->step(store.parameters(), &sparse);
+    store.wrote(Side::host, opt_->updates_only_sparse_rows() ? &sparse : nullptr);  // a device uploads them
     return;
   }
   const size_t n = store.parameters().all().size();

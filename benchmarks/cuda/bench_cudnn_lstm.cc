@@ -15,7 +15,7 @@
 //  - backward: the loss gradient, the projection's and bias's gradients,
 //    cuDNN backward data and weights, the embedding gradient added into
 //    the looked-up rows;
-//  - the update: Sylva's own SGD on the device (ParamStore, resident), the
+//  - the update: Sylva's own SGD on the device (ParamStore updated there), the
 //    optimiser Sylva's side runs: each gradient's sum of squares in one
 //    download (checked for NaNs), then the update kernels, the embedding's
 //    rows only;
@@ -130,15 +130,15 @@ Result run(int64_t B, int64_t H, int64_t V, int64_t T, int L, int repeats) {
   CK_CUDNN(cudnnGetRNNTempSpaceSizes(cudnn, rnn, CUDNN_FWD_MODE_TRAINING, x_desc, &work_bytes, &reserve_bytes));
   Dev work(work_bytes), reserve(reserve_bytes);
   // The parameters, Sylva's way: a ParameterSet kept on the device by a
-  // resident ParamStore (cuDNN's weights as one flat parameter).
+  // ParamStore updated on the device (cuDNN's weights as one flat parameter).
   ParameterSet ps(DType::f32, 42);
   ps.add("E", {V, D}, Init::uniform(-0.1, 0.1));
   ps.add("lstm", {static_cast<int64_t>(weight_bytes / 4)}, Init::uniform(-0.1, 0.1));
   ps.add("Ws", {H, V}, Init::uniform(-0.1, 0.1));
   ps.add("bs", {V}, Init::zeros());
   ParamStore store(ps, gpu);
-  store.set_resident(true);
-  store.upload_values();
+  store.set_update_side(Side::device);
+  store.make_current(Side::device);
   Sgd sgd({.lr = 0.1});
   Buffer sums(gpu.memory());
   sums.reserve(ps.all().size() * sizeof(double));

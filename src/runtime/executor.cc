@@ -227,7 +227,7 @@ struct Executor::Impl {
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr,
                     b.vertex_keys().empty() ? nullptr : b.vertex_keys().data()};
-    store.upload_values();  // a device: what the host changed (everything, unless the store is resident)
+    store.make_current(Side::device);  // a device: what the host changed since the last forward
     const ir::Graph& g = program.graph();
     for (NodeId id : program_plan.order) {
       const Node& n = g.node(id);
@@ -521,7 +521,7 @@ void Executor::backward(Symbol loss, double seed) {
   reporting_out_of_memory("backward()", impl_->batch, [&] { impl_->backward(loss.id(), seed); });
 }
 
-void Executor::parameters_changed(const RowSparsity& only) { impl_->store.only_rows_changed(only); }
+void Executor::parameters_changed(const RowSparsity* only) { impl_->store.wrote(Side::host, only); }
 ParamStore& Executor::param_store() { return impl_->store; }
 Backend& Executor::backend() { return impl_->backend; }
 

@@ -10,9 +10,9 @@ ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
   auto it = copies_.find(name);
   if (it != copies_.end()) return it->second;
   Parameter& p = params_[name];  // throws naming a missing parameter
-  Copy c{&p, Buffer(backend_.memory()), Buffer(backend_.memory())};
+  Copy c{&p, Buffer(backend_.memory()), Buffer(backend_.memory()), Current::both, std::nullopt, Grad::none};
   c.value.reserve(std::max<size_t>(p.value.nbytes(), 1));
-  backend_.upload(c.value.data(), p.value.raw(), p.value.nbytes());
+  backend_.upload(c.value.data(), p.value.raw(), p.value.nbytes());  // current on both from here
   return copies_.emplace(name, std::move(c)).first->second;
 }
 
@@ -28,80 +28,101 @@ MatView ParamStore::grad(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   Copy& c = copy_of(name);
   const Tensor& g = c.param->grad;
-  if (!c.grad_ready) {
+  if (c.grad_state == Grad::none) {
     c.grad.reserve(std::max<size_t>(g.nbytes(), 1));
     backend_.fill_zero(mat_view(c.grad, g));
-    c.grad_ready = true;
   }
-  c.grad_dirty = true;
+  c.grad_state = Grad::accumulating;  // the caller adds into it
   return mat_view(c.grad, g);
 }
 
-void ParamStore::upload_values() {
+void ParamStore::wrote(Side side, const RowSparsity* rows) {
   if (host_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  const Current mine = side == Side::host ? Current::host : Current::device;
   for (auto& [name, c] : copies_) {
-    const Tensor& v = c.param->value;
-    if (resident_) {
-      if (c.stale) backend_.upload(c.value.data(), v.raw(), v.nbytes());
-      c.stale = false;
-      continue;
+    const auto listed = rows ? rows->find(name) : RowSparsity::const_iterator{};
+    const bool some = rows && listed != rows->end();
+    if (c.current == Current::both) {
+      c.current = mine;
+      c.changed = some ? std::optional(listed->second) : std::nullopt;
+    } else if (c.current == mine) {
+      if (some && c.changed) c.changed->insert(c.changed->end(), listed->second.begin(), listed->second.end());
+      else c.changed.reset();  // now the whole value
+    } else {
+      SYLVA_CHECK(!some, "[param_store] rows of '", name, "' written on the ",
+                  side == Side::host ? "host" : "device", " while only the ",
+                  side == Side::host ? "device" : "host",
+                  " holds its current value; make_current() that side first");
+      c.current = mine;  // the whole value overwritten: what the other side had is gone
+      c.changed.reset();
     }
-    auto it = changed_rows_.find(name);
-    if (it == changed_rows_.end() || v.nbytes() > c.value.capacity()) {
+  }
+}
+
+void ParamStore::transfer(Copy& c, Side side) {
+  Tensor& v = c.param->value;
+  if (!c.changed || v.nbytes() > c.value.capacity()) {
+    if (side == Side::device) {
       c.value.reserve(std::max<size_t>(v.nbytes(), 1));
       backend_.upload(c.value.data(), v.raw(), v.nbytes());
-      continue;
-    }
-    // Just the changed rows: packed on the host, one upload, scattered on the device.
-    const std::vector<int32_t>& rows = it->second;
-    if (rows.empty()) continue;
-    const MatView device = mat_view(c.value, v);
-    const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
-    const size_t bytes = rows.size() * row_bytes;
-    staging_.reserve(bytes);
-    gathered_.reserve(bytes);
-    for (size_t k = 0; k < rows.size(); ++k)
-      std::memcpy(static_cast<char*>(staging_.data()) + k * row_bytes,
-                  static_cast<const char*>(v.raw()) + static_cast<size_t>(rows[k]) * row_bytes, row_bytes);
-    backend_.upload(gathered_.data(), staging_.data(), bytes);
-    backend_.copy_rows({gathered_.data(), static_cast<int64_t>(rows.size()), device.cols, device.dtype}, {}, device,
-                       rows);
-  }
-  changed_rows_.clear();
-}
-
-void ParamStore::only_rows_changed(const RowSparsity& rows) {
-  if (host_) return;
-  std::lock_guard<std::mutex> lock(mutex_);
-  changed_rows_ = rows;
-}
-
-void ParamStore::set_resident(bool resident) {
-  SYLVA_CHECK(!resident || !host_, "[param_store] resident mode is for a device; on the CPU the store is the "
-              "ParameterSet itself");
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (resident_ && !resident) {  // back to the host as the truth: it must hold the device's values
-    for (auto& [name, c] : copies_) {
-      Tensor& v = c.param->value;
+    } else {
       backend_.download(v.raw(), c.value.data(), v.nbytes());
     }
+    return;
   }
-  resident_ = resident;
+  // Just the changed rows: packed on one side, one copy across, scattered on the other.
+  const std::vector<int32_t>& rows = *c.changed;
+  if (rows.empty()) return;
+  const MatView device = mat_view(c.value, v);
+  const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
+  const size_t bytes = rows.size() * row_bytes;
+  staging_.reserve(bytes);
+  gathered_.reserve(bytes);
+  const MatView packed{gathered_.data(), static_cast<int64_t>(rows.size()), device.cols, device.dtype};
+  auto* host_rows = static_cast<char*>(v.raw());
+  auto* stage = static_cast<char*>(staging_.data());
+  if (side == Side::device) {
+    for (size_t k = 0; k < rows.size(); ++k)
+      std::memcpy(stage + k * row_bytes, host_rows + static_cast<size_t>(rows[k]) * row_bytes, row_bytes);
+    backend_.upload(gathered_.data(), staging_.data(), bytes);
+    backend_.copy_rows(packed, {}, device, rows);
+  } else {
+    backend_.copy_rows(device, rows, packed, {});
+    backend_.download(staging_.data(), gathered_.data(), bytes);
+    for (size_t k = 0; k < rows.size(); ++k)
+      std::memcpy(host_rows + static_cast<size_t>(rows[k]) * row_bytes, stage + k * row_bytes, row_bytes);
+  }
 }
 
-void ParamStore::host_changed() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [name, c] : copies_) c.stale = true;
-}
-
-void ParamStore::download_values() {
+void ParamStore::make_current(Side side) {
   if (host_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  const Current other = side == Side::host ? Current::device : Current::host;
+  // Updates on the host: the host owns the values and may change them
+  // without saying (an optimiser, a loop of the caller's), so the device's
+  // copies are refreshed whole unless a writer named the rows it changed.
+  const bool owner_host = update_side_ == Side::host && side == Side::device;
   for (auto& [name, c] : copies_) {
-    Tensor& v = c.param->value;
-    backend_.download(v.raw(), c.value.data(), v.nbytes());
+    if (c.current != other && !(owner_host && c.current == Current::both)) continue;
+    transfer(c, side);
+    c.current = Current::both;
+    c.changed.reset();
   }
+}
+
+ParamStore::Current ParamStore::current(const std::string& name) const {
+  if (host_) return Current::both;
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = copies_.find(name);
+  return it == copies_.end() ? Current::both : it->second.current;
+}
+
+void ParamStore::set_update_side(Side side) {
+  SYLVA_CHECK(side == Side::host || !host_, "[param_store] updates on the device need a device; on the CPU the "
+              "store is the ParameterSet itself");
+  if (update_side_ == Side::device && side == Side::host) make_current(Side::host);  // the host updates from here
+  update_side_ = side;
 }
 
 void ParamStore::zero_grad(const std::string& name, Copy& c, const RowSparsity& sparse) {
@@ -113,24 +134,23 @@ void ParamStore::zero_grad(const std::string& name, Copy& c, const RowSparsity& 
     minus_ones_.assign(it->second.size(), -1);
     backend_.copy_rows(device, minus_ones_, device, it->second);  // zero rows
   }
-  c.grad_dirty = false;
+  c.grad_state = Grad::zero;
 }
 
 void ParamStore::zero_grads(const RowSparsity& sparse) {
   if (host_) return;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_)
-    if (c.grad_dirty) zero_grad(name, c, sparse);
+    if (c.grad_state == Grad::accumulating) zero_grad(name, c, sparse);
 }
 
 void ParamStore::flush_grads(const RowSparsity& sparse) {
-  if (host_ || resident_) return;
+  if (host_ || update_side_ == Side::device) return;
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, c] : copies_) {
-    if (!c.grad_dirty) continue;
+    if (c.grad_state != Grad::accumulating) continue;
     Tensor& g = c.param->grad;
     const MatView device = mat_view(c.grad, g);
-    const size_t row_bytes = static_cast<size_t>(device.cols) * dtype_size(device.dtype);
     auto it = sparse.find(name);
     if (it == sparse.end()) {  // dense: the whole gradient, then zero it for the next backward
       staging_.reserve(std::max<size_t>(g.nbytes(), 1));
@@ -142,7 +162,7 @@ void ParamStore::flush_grads(const RowSparsity& sparse) {
         for (int64_t i = 0; i < g.numel(); ++i) d[i] += s[i];
       });
     } else if (const std::vector<int32_t>& rows = it->second; !rows.empty()) {
-      const size_t bytes = rows.size() * row_bytes;
+      const size_t bytes = rows.size() * static_cast<size_t>(device.cols) * dtype_size(device.dtype);
       gathered_.reserve(bytes);
       staging_.reserve(bytes);
       const MatView packed{gathered_.data(), static_cast<int64_t>(rows.size()), device.cols, device.dtype};

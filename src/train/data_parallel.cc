@@ -501,7 +501,7 @@ void Trainer::check_replicas_when_due(Route route) {
     if (comm->size() > 1) detail::check_replicas(*comm, params_.all(), steps_);
     return;
   }
-  if (!options_.sync_parameters) executor_.param_store().download_values();  // the replicas live on the devices
+  executor_.param_store().make_current(Side::host);  // the replicas live on the devices
   detail::check_replicas(*comm, params_.all(), steps_);
 }
 

@@ -236,7 +236,8 @@ void Optimizer::step(ParameterSet& params, const RowSparsity* sparse) {
 
 void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, double scale,
                      std::span<const double> sums) {
-  SYLVA_CHECK(store.resident(), "[", name(), "] a device step needs the ParamStore in resident mode");
+  SYLVA_CHECK(store.update_side() == Side::device, "[", name(),
+              "] a device step needs the ParamStore's update side to be the device (set_update_side)");
   Backend& device = store.backend();
   std::vector<Parameter*> all = store.parameters().all();
   SYLVA_CHECK(sums.size() == all.size(), "[", name(), "] ", sums.size(), " sums of squares for ", all.size(),
@@ -290,6 +291,7 @@ void Optimizer::step(ParamStore& store, const RowSparsity* sparse, double l2, do
     grad_rows_hint(u, *p, sparse);
     device.update_parameter(u);
   }
+  store.wrote(Side::device, updates_only_sparse_rows() ? sparse : nullptr);  // the host's copies are behind now
   ++steps_;
 }
 

@@ -66,18 +66,14 @@ Trainer::Trainer(const Program& program, ParameterSet& params, Symbol loss, std:
               "[trainer] deterministic data-parallel training runs the optimiser on the host; set "
               "TrainerOptions::optimizer_on_device = false");
   if (on_device_) {
-    store.set_resident(true);
+    store.set_update_side(Side::device);
     sums_ = Buffer(executor_.backend().memory());
   }
 }
 
-void Trainer::sync_parameters() {
-  if (on_device_) executor_.param_store().download_values();
-}
+void Trainer::sync_parameters() { executor_.param_store().make_current(Side::host); }
 
-void Trainer::parameters_changed_on_host() {
-  if (on_device_) executor_.param_store().host_changed();
-}
+void Trainer::parameters_changed_on_host() { executor_.param_store().wrote(Side::host); }
 
 // On the device, after forward: the loss goes into the slot after the
 // parameters' sums of squares, by a device copy (no wait), so that
@@ -116,7 +112,7 @@ void Trainer::device_update(StepResult& r, DType loss_dtype) {
   const double scale = clip > 0.0 && std::isfinite(norm) && norm > clip ? clip / norm : 1.0;
   optimizer_->step(store, &sparse_, l2, scale, host_sums_);
   store.zero_grads(sparse_);
-  if (options_.sync_parameters) store.download_values();
+  if (options_.sync_parameters) store.make_current(Side::host);
   r.grad_norm = norm;
 }
 
@@ -195,7 +191,7 @@ void Trainer::host_update(StepResult& r) {
   r.grad_norm = options_.clip_norm > 0.0 ? clip_grad_norm(params_, options_.clip_norm, &sparse_)
                                          : global_grad_norm(params_, &sparse_);
   optimizer_->step(params_, &sparse_);
-  if (optimizer_->updates_only_sparse_rows()) executor_.parameters_changed(sparse_);
+  executor_.parameters_changed(optimizer_->updates_only_sparse_rows() ? &sparse_ : nullptr);  // a device uploads them
 }
 
 namespace {

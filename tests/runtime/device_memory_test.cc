@@ -389,7 +389,7 @@ TEST(SimDevice, ANonFiniteGradientOnTheDeviceIsNamedAndChangesNothing) {
   const Tensor a0 = ps["A"].value.clone(), b0 = ps["B"].value.clone();
   Backend& sim = test::sim_device();
   ParamStore store(ps, sim);
-  store.set_resident(true);
+  store.set_update_side(Side::device);
   std::vector<double> ga(6, 1.0), gb(8, 0.5);
   gb[5] = std::numeric_limits<double>::quiet_NaN();
   sim.upload(store.grad("A").data, ga.data(), ga.size() * sizeof(double));
@@ -406,18 +406,73 @@ TEST(SimDevice, ANonFiniteGradientOnTheDeviceIsNamedAndChangesNothing) {
   EXPECT_CONTAINS(test::error_of([&] { adam.step(store, nullptr, 0.0, 1.0, host); }),
                   "[adam] parameter 'B' has a non-finite gradient (nan at element 5 of [4, 2]); no parameter was "
                   "updated");
-  store.download_values();
+  store.make_current(Side::host);
   EXPECT_EQ(test::relative_error(ps["A"].value, a0), 0.0);
   EXPECT_EQ(test::relative_error(ps["B"].value, b0), 0.0);
   host[1] = 2.0;  // B's gradient now finite: the step runs
   gb[5] = 0.5;
   sim.upload(store.grad("B").data, gb.data(), gb.size() * sizeof(double));
   adam.step(store, nullptr, 0.0, 1.0, host);
-  store.download_values();
+  store.make_current(Side::host);
   EXPECT_GT(test::relative_error(ps["A"].value, a0), 1e-6);
   EXPECT_CONTAINS(test::error_of([&] { adam.step(ps); }), "state is on sim, but this step runs on the host");
   adam.reset();
   adam.step(ps);
+}
+
+// The store owns where each parameter's current value is. With updates on
+// the device, a write on one side makes that side's copy the only current
+// one; the one transfer point moves what the other side lacks (only the
+// rows a writer named) and then both agree. With updates on the host, the
+// host may change values without saying, so every value goes up whole.
+TEST(SimDevice, TheStoreSaysWhereEachValueIsCurrent) {
+  using Current = ParamStore::Current;
+  ParameterSet ps(DType::f64, 1);
+  ps.add("E", {4, 3}, Init::uniform(-1, 1));
+  Backend& sim = test::sim_device();
+  ParamStore store(ps, sim);
+  const auto on_device = [&] {
+    Tensor t(ps["E"].value.shape(), DType::f64);
+    sim.download(t.raw(), store.value("E").data, t.nbytes());
+    return t;
+  };
+  Tensor& host = ps["E"].value;
+  EXPECT_EQ(store.current("E"), Current::both);
+  store.set_update_side(Side::device);
+  const double row0 = on_device().at(0);  // first use: uploaded
+  host.set(0, 5.0);                        // row 0, not said
+  host.set(3, 7.0);                        // row 1, said
+  const RowSparsity row1{{"E", {1}}};
+  store.wrote(Side::host, &row1);
+  EXPECT_EQ(store.current("E"), Current::host);
+  store.make_current(Side::device);
+  EXPECT_EQ(store.current("E"), Current::both);
+  EXPECT_EQ(on_device().at(3), 7.0) << "the row named moved";
+  EXPECT_EQ(on_device().at(0), row0) << "the row not named did not";
+
+  const std::vector<double> zeros(12, 0.0);
+  sim.upload(store.value("E").data, zeros.data(), zeros.size() * sizeof(double));
+  store.wrote(Side::device);
+  EXPECT_EQ(store.current("E"), Current::device);
+  EXPECT_EQ(host.at(3), 7.0) << "the host is behind until asked";
+  store.make_current(Side::host);
+  EXPECT_EQ(store.current("E"), Current::both);
+  EXPECT_EQ(host.at(3), 0.0);
+  store.make_current(Side::host);  // nothing to move
+  EXPECT_EQ(store.current("E"), Current::both);
+
+  store.wrote(Side::device);
+  EXPECT_CONTAINS(test::error_of([&] { store.wrote(Side::host, &row1); }),
+                  "[param_store] rows of 'E' written on the host while only the device holds its current value");
+  store.set_update_side(Side::host);  // the host updates from here: it gets the device's values first
+  EXPECT_EQ(store.current("E"), Current::both);
+  host.set(0, 9.0);  // not said
+  store.make_current(Side::device);
+  EXPECT_EQ(on_device().at(0), 9.0) << "updates on the host: every value goes up";
+
+  ParamStore on_cpu(ps, backend_for(Device::cpu()));
+  EXPECT_CONTAINS(test::error_of([&] { on_cpu.set_update_side(Side::device); }),
+                  "[param_store] updates on the device need a device");
 }
 
 TEST(SimDevice, BadIdsAreNamedBeforeAnyKernelRuns) {

@@ -105,13 +105,12 @@ class Executor {
   /// each task lacks, message writes, children blocks; print it with
   /// to_text()). sylva::Error before the first forward().
   const BatchPlan& batch_plan(Symbol apply) const;
-  /// Tells an executor on a device that since the last forward() the host
-  /// changed, of the parameters named in `only`, just the listed rows (the
-  /// others anywhere): the next forward() uploads only those rows of them.
-  /// The Trainer says so after an optimiser step that updates only sparse
-  /// rows. Without the call every parameter is uploaded in full. Nothing
+  /// Tells an executor on a device that the host changed the parameters'
+  /// values (an optimiser step on the host, a table overwritten): of the
+  /// parameters named in `only`, just the listed rows; all of the others
+  /// (ParamStore::wrote). The next forward() uploads what changed. Nothing
   /// to do on the CPU.
-  void parameters_changed(const RowSparsity& only);
+  void parameters_changed(const RowSparsity* only = nullptr);
   /// The parameters as this executor's backend sees them (copies on a
   /// device); the Trainer runs a device optimiser on them.
   ParamStore& param_store();

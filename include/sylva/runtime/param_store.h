@@ -3,6 +3,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,28 +19,48 @@ inline MatView mat_view(Buffer& b, const Tensor& like) {
   return {b.data(), like.shape().rows(), like.shape().cols(), like.dtype()};
 }
 
+/// A side of the host/device split: the ParameterSet's tensors, or the
+/// copies in a device backend's memory.
+enum class Side : uint8_t { host, device };
+
 /// On a backend whose memory is the host's (CPU), views of the
-/// ParameterSet's own tensors. On a device (CUDA), copies in the
-/// backend's memory. By default the host is the truth: values are
-/// uploaded by upload_values() before each forward (an optimiser on the
-/// host updates them), and gradients are accumulated on the device and
-/// added into the ParameterSet by flush_grads() after each backward --
-/// only the listed rows of parameters with row-sparse gradients
-/// (embedding tables). In resident mode (set_resident; the Trainer's
-/// default with its optimiser on the device) the device copies are the
-/// truth and nothing moves unless asked. The Executor keeps one; so do
-/// engines of your own that run on a Backend.
+/// ParameterSet's own tensors: one copy, nothing to track. On a device
+/// (CUDA), each parameter has a host copy (the ParameterSet) and a device
+/// copy, and the store is the one owner of where its current value lives:
+/// `Current::both`, or only the side last written. Writers say what they
+/// wrote (wrote()); the one transfer point, make_current(), copies what
+/// the side that needs it lacks -- the whole value, or only the rows a
+/// writer named. The Executor makes the device current before each
+/// forward; sync to the host (Trainer::sync_parameters, a checkpoint) is
+/// make_current(Side::host), and does nothing when the host is current.
+/// Who owns the values is where they are updated (update_side): the host
+/// by default, which may change them without saying (an optimiser, the
+/// caller's own loop), so there make_current(Side::device) refreshes every
+/// value whole except those a writer said it changed only rows of; the
+/// device (a device optimiser, which says what it wrote), where only what
+/// was written elsewhere moves.
+///
+/// Gradients accumulate where the optimiser reads them (`update_side`):
+/// on the host (the default), the Executor adds the device gradients into
+/// the ParameterSet after each backward (flush_grads); on the device (the
+/// Trainer's default where the backend has optimiser kernels) they stay
+/// there for the device optimiser, which records its writes itself.
 ///
 /// @code
 /// ParamStore store(params, backend_for(Device::cuda()));
-/// store.upload_values();                      // before a forward pass
+/// store.make_current(Side::device);           // before a forward pass
 /// MatView w = store.value("W");               // device memory
 /// backend.run({node, {x, w}, y, ctx});
 /// backend.add_rows(dy, {}, store.grad("E"), ids);
 /// store.flush_grads({{"E", touched_rows}});   // after the backward pass
+/// sgd.step(params, &sparse);                  // an update on the host ...
+/// store.wrote(Side::host, &sparse);           // ... reaches the device at the next make_current
 /// @endcode
 class ParamStore {
  public:
+  /// Which copies of a parameter's value hold its current value.
+  enum class Current : uint8_t { both, host, device };
+
   ParamStore(ParameterSet& params, Backend& backend) : params_(params), backend_(backend) {}
   ParamStore(const ParamStore&) = delete;
   ParamStore& operator=(const ParamStore&) = delete;
@@ -50,32 +71,31 @@ class ParamStore {
   MatView value(const std::string& name);
   MatView grad(const std::string& name);
 
-  /// Device only: copies every value used so far to the device -- in full,
-  /// or after only_rows_changed() just the rows it listed.
-  void upload_values();
-  /// For the next upload_values(): of the parameters named in `rows`, only
-  /// the listed rows changed on the host since the last upload.
-  void only_rows_changed(const RowSparsity& rows);
-  /// Device only: adds the device gradients into the ParameterSet and
-  /// zeroes them. Parameters named in `sparse` move only their rows. In
-  /// resident mode, does nothing: the gradients stay on the device.
-  void flush_grads(const RowSparsity& sparse);
+  /// The values at `side` changed -- of the parameters named in `rows`,
+  /// only the listed rows; of the others, all of them (every parameter
+  /// used so far). What the other side had is no longer current.
+  void wrote(Side side, const RowSparsity* rows = nullptr);
+  /// The one transfer point: copies to `side` every value whose current
+  /// copy is only on the other side (whole, or the rows wrote() named) --
+  /// with updates on the host, to the device every value -- and they are
+  /// then current on both. On the CPU, nothing to do.
+  void make_current(Side side);
+  /// Where parameter `name`'s current value is (Current::both on the CPU
+  /// and before its first use).
+  Current current(const std::string& name) const;
   bool on_host() const { return host_; }
 
-  /// Resident mode (device only; the Trainer turns it on when it runs the
-  /// optimiser on the device): the device copies are the parameters' truth.
-  /// upload_values() then uploads only what host_changed() marked, and
-  /// gradients stay on the device for the optimiser (zero_grads() clears
-  /// them); download_values() brings the values back to the ParameterSet.
-  void set_resident(bool resident);
-  bool resident() const { return resident_; }
-  /// Resident mode: the host values of every parameter changed (e.g. a
-  /// checkpoint was loaded); the next upload_values() sends them all.
-  void host_changed();
-  /// Device only: copies every device value into the ParameterSet.
-  void download_values();
-  /// Device only: zeroes the device gradients (of the parameters in
-  /// `sparse` only the listed rows; all of the others).
+  /// Where the optimiser reads gradients and writes values (Side::host by
+  /// default). Side::device needs a device; switching back to the host
+  /// first makes the host current.
+  void set_update_side(Side side);
+  Side update_side() const { return update_side_; }
+  /// Updates on the host: adds the device gradients into the ParameterSet
+  /// and zeroes them (parameters named in `sparse` move only their rows).
+  /// Updates on the device, or the CPU: nothing to do.
+  void flush_grads(const RowSparsity& sparse);
+  /// Device only: zeroes the device gradients that may be nonzero (of the
+  /// parameters in `sparse` only the listed rows; all of the others).
   void zero_grads(const RowSparsity& sparse);
   /// The ParameterSet this store mirrors.
   ParameterSet& parameters() { return params_; }
@@ -83,25 +103,30 @@ class ParamStore {
   size_t allocations() const;
 
  private:
+  // A device gradient: not allocated yet, all zero, or possibly nonzero.
+  enum class Grad : uint8_t { none, zero, accumulating };
   struct Copy {
     Parameter* param;  // in params_ (a deque: stays put)
     Buffer value, grad;
-    bool grad_ready = false;  // grad allocated and zeroed
-    bool grad_dirty = false;  // grad may be nonzero
-    bool stale = false;       // resident mode: the host value changed since the upload
+    Current current = Current::both;
+    // What changed on the current side: only these rows (wrote() named
+    // them), or (nullopt) the whole value.
+    std::optional<std::vector<int32_t>> changed;
+    Grad grad_state = Grad::none;
   };
   // Zeroes c's device gradient: the rows of it listed in `sparse`, or all of it.
   void zero_grad(const std::string& name, Copy& c, const RowSparsity& sparse);
   Copy& copy_of(const std::string& name);
+  // Copies c's value to `side`: the whole value, or the rows c.changed lists.
+  void transfer(Copy& c, Side side);
 
   ParameterSet& params_;
   Backend& backend_;
   const bool host_ = backend_.memory().host_visible();
   std::map<std::string, Copy> copies_;
-  RowSparsity changed_rows_;  // only_rows_changed(), until the next upload
-  bool resident_ = false;
-  std::mutex mutex_;  // copies_ and their flags: the streaming worker calls in too
-  // flush_grads' staging: rows gathered on the device, and their host copy.
+  Side update_side_ = Side::host;
+  mutable std::mutex mutex_;  // copies_: the streaming worker calls in too
+  // Row transfers' staging: rows gathered on the device, and their host copy.
   Buffer gathered_{backend_.memory()};
   Buffer staging_;
   std::vector<int32_t> minus_ones_;

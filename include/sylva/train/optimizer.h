@@ -50,7 +50,8 @@ class Optimizer {
   virtual void step(ParameterSet& params, const RowSparsity* sparse = nullptr);
   /// The same step on a device (the Trainer's path there): values,
   /// gradients and this optimiser's state all stay in `store`'s backend
-  /// memory (store must be in resident mode), nothing moves to the host.
+  /// memory (the store's update_side() must be Side::device), nothing moves
+  /// to the host; the store records the values written (ParamStore::wrote).
   /// Each gradient is taken as scale · (g + l2 · w) (l2 only for parameters
   /// with `decay` set): weight decay and clipping folded into the update.
   /// `sums` holds, per parameter of store.parameters().all(), the sum of
@@ -211,7 +212,7 @@ double clip_grad_norm(ParameterSet& params, double max_norm, const RowSparsity* 
 /// the gradient of (l2 / 2)·‖w‖². Call after backward, before clipping.
 void add_weight_decay(ParameterSet& params, double l2);
 
-/// On a device (`store` resident): queues, per parameter k of
+/// On a device (the store updated there): queues, per parameter k of
 /// store.parameters().all(), the sum of squares of its gradient taken as
 /// g + l2 · w (l2 only where `decay` is set) into device_sums[k], a float64
 /// array in the backend's memory, without waiting (Backend::sum_squares;

@@ -169,7 +169,7 @@ class Trainer {
   bool optimizer_on_device() const { return on_device_; }
   /// With the optimiser on the device: brings the ParameterSet's values up
   /// to date (TrainerOptions::sync_parameters does it after every step).
-  /// Nothing to do otherwise.
+  /// Nothing to do where the host is current (ParamStore::make_current).
   void sync_parameters();
   /// Writes a checkpoint from which training continues exactly as this run
   /// would: the parameters ("param/<name>"), the optimiser's state
@@ -186,9 +186,9 @@ class Trainer {
   /// optimiser kind; anything else is a sylva::Error naming the file.
   std::map<std::string, std::string> load_state(const std::string& path);
 
-  /// With the optimiser on the device: the ParameterSet's values were
-  /// changed on the host (a checkpoint loaded, a table overwritten); the
-  /// next step uploads them. Nothing to do otherwise (every forward uploads).
+  /// On a device: the ParameterSet's values were changed on the host (a
+  /// checkpoint loaded, a table overwritten); the next step uploads them
+  /// (ParamStore::wrote). Nothing to do on the CPU.
   void parameters_changed_on_host();
 
  private:

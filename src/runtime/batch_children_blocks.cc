@@ -17,11 +17,12 @@ namespace sylva {
 BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp) {
   const plan::VertexPlan::ChildrenBlock nodes = vp.children_block;
   BatchPlan::Children& c = p.children;
+  std::vector<int32_t> first = std::move(c.first_child), blocked = std::move(c.blocked);  // their memory reused
   c = {};
   if (nodes.grad == ir::kNoNode || !p.write_message_grads) return p;
   const auto S = static_cast<int32_t>(vp.gather_slots);
   const auto rows = static_cast<size_t>(p.rows);
-  std::vector<int32_t> first(rows, -1);
+  first.assign(rows, -1);
   int64_t next = -1, any = 0, concat_rows = 0;
   for (const Task& t : p.tasks) {
     const bool leaf = p.child_rows[0][static_cast<size_t>(t.offset)] < 0;
@@ -43,6 +44,7 @@ BatchPlan plan_children_blocks(BatchPlan p, const plan::VertexPlan& vp) {
   c.in_place = true;
   c.nodes = nodes;
   c.first_child = std::move(first);
+  c.blocked = std::move(blocked);
   c.blocked.assign(rows + 1, 0);
   for (size_t r = 0; r < rows; ++r) c.blocked[r + 1] = c.blocked[r] + (c.first_child[r] >= 0);
   c.concat_rows = concat_rows;

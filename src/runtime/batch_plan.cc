@@ -10,8 +10,30 @@
 
 namespace sylva {
 
+namespace {
+
+// Empties every table of `p`, keeping its memory, and resets every fact.
+BatchPlan emptied(BatchPlan p) {
+  p.rows = p.task_rows = 0;
+  p.tasks.clear();
+  for (std::vector<int32_t>* t : {&p.reduce_offsets, &p.reduce_src, &p.reduce_dst, &p.pull_rows, &p.unwritten_rows,
+                                  &p.children.first_child, &p.children.blocked})
+    t->clear();
+  for (std::vector<int32_t>& t : p.child_rows) t.clear();
+  p.absence.clear();
+  p.write_message_grads = false;
+  p.children.in_place = false;
+  p.children.nodes = {};
+  p.children.concat_rows = 0;
+  p.task_local_rows_f.clear();
+  p.task_local_rows_b.clear();
+  return p;
+}
+
+}  // namespace
+
 BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const Schedule& schedule,
-                    std::span<const int32_t> pull_ids, bool pull_from_table) {
+                    std::span<const int32_t> pull_ids, bool pull_from_table, BatchPlan storage) {
   const ir::Graph& g = *vp.forward.graph;
   const int64_t max_read = g.max_children_read();
   if (max_read >= 0 && batch.max_arity() > max_read) {
@@ -20,7 +42,7 @@ BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const S
                   " has ", batch.children(v).size(), " children but vertex function '", g.name(), "' reads at most ",
                   max_read, " (gather slots 0..", max_read - 1, "); use gather_reduce() for any arity");
   }
-  BatchPlan p;
+  BatchPlan p = emptied(std::move(storage));
   const int64_t rows = schedule.num_rows();
   p.rows = rows;
   p.tasks = schedule.tasks;
@@ -58,8 +80,9 @@ BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const S
   return p;
 }
 
-BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on) {
-  BatchPlan p = plan_rows(vp, in.batch, in.schedule, in.pull_ids, in.pull_from_table);
+BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on,
+                           BatchPlan storage) {
+  BatchPlan p = plan_rows(vp, in.batch, in.schedule, in.pull_ids, in.pull_from_table, std::move(storage));
   // The absences are read with skip_zero_work only, but cost one pass over the rows: always there.
   p = plan_absences(std::move(p), in.schedule, in.pull_ids);
   p = plan_message_writes(std::move(p), vp);

@@ -217,6 +217,7 @@ struct Executor::Impl {
   }
 
   void forward(const GraphBatch& b, Mode mode) {
+    forwarded = false;  // a forward that fails leaves nothing to read or go backward through
     sync();
     check_memory(b);
     batch = &b;
@@ -245,12 +246,12 @@ struct Executor::Impl {
           const auto t1 = std::chrono::steady_clock::now();
           const bool table = !n.inputs.empty() && program_plan.pulled_in_place[n.inputs[0]];
           r.prepare(b, schedule,
-                    std::make_shared<const BatchPlan>(build_batch_plan(
-                        r.plan(), {.batch = b, .schedule = schedule, .pull_ids = lookup_ids_of_pull(n),
-                                   .pull_from_table = table,
-                                   .row_windows = options.on(Optimisation::row_windows) && backend.has_row_windows(),
-                                   .facts = &r.facts()},
-                        options.optimisations)));
+                    build_batch_plan(r.plan(),
+                                     {.batch = b, .schedule = schedule, .pull_ids = lookup_ids_of_pull(n),
+                                      .pull_from_table = table,
+                                      .row_windows = options.on(Optimisation::row_windows) && backend.has_row_windows(),
+                                      .facts = &r.facts()},
+                                     options.optimisations, r.release_batch_plan()));  // the last plan's memory
           preprocess += std::chrono::steady_clock::now() - t1;
           const NodeId source = table ? g.node(n.inputs[0]).inputs[0] : n.inputs.empty() ? ir::kNoNode : n.inputs[0];
           MatView pull = source == ir::kNoNode ? MatView{} : values[source].view;

@@ -74,11 +74,11 @@ bool VertexRunner::pulled_zero(const MatView& block, size_t ti) const {
   return backend_.memory().host_visible() && all_zero_bytes(block);
 }
 
-void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, std::shared_ptr<const BatchPlan> plan) {
-  SYLVA_ASSERT(plan && plan->rows == schedule.num_rows() && plan->tasks.size() == schedule.tasks.size(),
+void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, BatchPlan plan) {
+  SYLVA_ASSERT(plan.rows == schedule.num_rows() && plan.tasks.size() == schedule.tasks.size(),
                "a batch plan of another schedule");
-  SYLVA_ASSERT(static_cast<int64_t>(plan->child_rows.size()) == plan_->gather_slots, "a batch plan of ",
-               plan->child_rows.size(), " gather slots for a vertex function of ", plan_->gather_slots);
+  SYLVA_ASSERT(static_cast<int64_t>(plan.child_rows.size()) == plan_->gather_slots, "a batch plan of ",
+               plan.child_rows.size(), " gather slots for a vertex function of ", plan_->gather_slots);
   mb_.batch = &batch;
   mb_.schedule = &schedule;
   mb_.plan = std::move(plan);
@@ -92,6 +92,12 @@ void VertexRunner::prepare(const GraphBatch& batch, const Schedule& schedule, st
   boundary_.prepare(*mb_.plan, schedule,
                     plan_->scatter_source == ir::kNoNode ? nullptr : &fwd_.arena[plan_->scatter_source]);
   if (zero_row_.reserve_rows(1)) backend_.fill_zero(zero_row_.rows(0, 1));  // once, with the first batch
+}
+
+BatchPlan VertexRunner::release_batch_plan() {
+  BatchPlan p = mb_.plan ? std::move(*mb_.plan) : BatchPlan{};
+  mb_.plan.reset();
+  return p;
 }
 
 bool VertexRunner::materialized(const Values& v, size_t i) const {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -50,7 +51,11 @@ class VertexRunner {
   /// tables, absences, message writes, children blocks) and sizes every
   /// arena for it. With the plan's pull_rows, forward()'s pull is the
   /// lookup's table, not the lookup (Optimisation::pull_from_table).
-  void prepare(const GraphBatch& batch, const Schedule& schedule, std::shared_ptr<const BatchPlan> plan);
+  void prepare(const GraphBatch& batch, const Schedule& schedule, BatchPlan plan);
+  /// Hands the last minibatch's plan back (its tables' memory, for
+  /// build_batch_plan's storage) and forgets it: the runner then needs a
+  /// prepare() before it runs again.
+  BatchPlan release_batch_plan();
   /// Runs F task by task. pull: [V, d] in vertex order (unused if F does
   /// not pull), or with prepare's pull_from_table the table, row r pulling
   /// its row pull_ids[vertex of r] (-1: zeros); pushed: [V, h] in vertex order, or none (no data): then
@@ -75,7 +80,7 @@ class VertexRunner {
 
   const plan::VertexPlan& plan() const { return *plan_; }
   /// The last minibatch's plan (prepare), or null before the first.
-  const BatchPlan* batch_plan() const { return mb_.plan.get(); }
+  const BatchPlan* batch_plan() const { return mb_.plan ? &*mb_.plan : nullptr; }
   /// What the batch plan's passes read about this runner's plan and options.
   const RunFacts& facts() const { return facts_; }
   /// Ops of F and ∂F skipped (zero or unneeded) since construction.
@@ -216,7 +221,7 @@ class VertexRunner {
   struct Minibatch {
     const GraphBatch* batch = nullptr;
     const Schedule* schedule = nullptr;
-    std::shared_ptr<const BatchPlan> plan;
+    std::optional<BatchPlan> plan;
     uint64_t step = 0;  // of forward (ExecContext::step), for messages
     std::vector<uint8_t> pull_zero, push_zero;
   };

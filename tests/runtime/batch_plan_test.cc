@@ -192,6 +192,43 @@ TEST(BatchPlan, TaskLocalValuesGetTheRowsOfTheLargestTaskThatWritesThem) {
     EXPECT_EQ(q.task_local_rows_f[i], all_write.forward.task_local[i] ? q.task_rows : 0) << i;
 }
 
+// A plan built in an earlier plan's memory (the executor hands each
+// runner's last plan back as storage) equals one built afresh, whichever of
+// the two minibatches is larger: nothing of the earlier plan is kept.
+TEST(BatchPlan, AnEarlierPlansMemoryChangesNothing) {
+  Cell c;
+  const Minibatch big({complete_binary_tree(8, "a"), complete_binary_tree(4, "b")});
+  const Minibatch lopsided({InputGraph::from_children({{}, {}, {}, {0, 1}, {3, 2}}, "l")});
+  const RunFacts facts = run_facts(*c.vp, Optimisations::all(), /*row_windows=*/true);
+  const auto build = [&](const Minibatch& mb, BatchPlan storage) {
+    const std::vector<int32_t> ids = ids_of(mb.batch);
+    return build_batch_plan(*c.vp,
+                            {.batch = mb.batch, .schedule = mb.schedule, .pull_ids = ids, .pull_from_table = true,
+                             .row_windows = true, .facts = &facts},
+                            Optimisations::all(), std::move(storage));
+  };
+  for (const auto& [first, second] : {std::pair{&big, &lopsided}, std::pair{&lopsided, &big}}) {
+    const BatchPlan fresh = build(*second, {});
+    const BatchPlan reused = build(*second, build(*first, {}));
+    EXPECT_EQ(reused.to_text(), fresh.to_text());
+    EXPECT_EQ(reused.rows, fresh.rows);
+    EXPECT_EQ(reused.child_rows, fresh.child_rows);
+    EXPECT_EQ(reused.reduce_offsets, fresh.reduce_offsets);
+    EXPECT_EQ(reused.pull_rows, fresh.pull_rows);
+    EXPECT_EQ(reused.absence, fresh.absence);
+    EXPECT_EQ(reused.write_message_grads, fresh.write_message_grads);
+    EXPECT_EQ(reused.unwritten_rows, fresh.unwritten_rows);
+    EXPECT_EQ(reused.children.in_place, fresh.children.in_place);
+    EXPECT_EQ(reused.children.first_child, fresh.children.first_child);
+    EXPECT_EQ(reused.children.blocked, fresh.children.blocked);
+    EXPECT_EQ(reused.children.concat_rows, fresh.children.concat_rows);
+    EXPECT_EQ(reused.task_local_rows_f, fresh.task_local_rows_f);
+    EXPECT_EQ(reused.task_local_rows_b, fresh.task_local_rows_b);
+  }
+  EXPECT_TRUE(build(big, {}).children.in_place);
+  EXPECT_FALSE(build(lopsided, {}).children.in_place) << "the two minibatches differ where it matters";
+}
+
 TEST(BatchPlan, TheExecutorShowsTheLastMinibatchsPlan) {
   Cell c;
   Executor ex(c.p, c.ps);

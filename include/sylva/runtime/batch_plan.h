@@ -131,8 +131,10 @@ struct BatchPlan {
 /// Checks that no vertex has more children than F reads (sylva::Error
 /// naming it). `pull_ids` (vertex order, may be empty): the pulled lookup's
 /// ids; with `pull_from_table`, pull_rows maps each row to its table row.
+/// `storage`: an earlier plan whose tables' memory the new one reuses
+/// (none of its facts are kept), so a steady run allocates none.
 BatchPlan plan_rows(const plan::VertexPlan& vp, const GraphBatch& batch, const Schedule& schedule,
-                    std::span<const int32_t> pull_ids, bool pull_from_table);
+                    std::span<const int32_t> pull_ids, bool pull_from_table, BatchPlan storage = {});
 /// Adds each task's Absence (pull_ids as for plan_rows).
 BatchPlan plan_absences(BatchPlan p, const Schedule& schedule, std::span<const int32_t> pull_ids);
 /// Adds write_message_grads and unwritten_rows for `vp`'s ∂F.
@@ -159,7 +161,8 @@ struct BatchPlanInputs {
   /// The runner's facts (run_facts): with them, task-local sizes are planned too.
   const RunFacts* facts = nullptr;
 };
-/// Every pass the optimisations call for, in order.
-BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on);
+/// Every pass the optimisations call for, in order (`storage` as for plan_rows).
+BatchPlan build_batch_plan(const plan::VertexPlan& vp, const BatchPlanInputs& in, Optimisations on,
+                           BatchPlan storage = {});
 
 }  // namespace sylva

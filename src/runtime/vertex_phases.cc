@@ -148,7 +148,7 @@ void VertexRunner::forward(MatView pull, MatView pushed, const ExecContext& ctx,
     size_t chunk = 0;
     for (size_t ti = 0; ti < T; ++ti) {
       if (stream && ti == bounds[chunk]) side_->wait(events[chunk++]);
-      if (skip && !fwd_.plan->pre.empty()) task_flags(ti, false, main_);  // zero flags of the nodes that ran before
+      if (skip) task_flags(ti, false, main_);  // with the pull in the loop, its rows taken as nonzero until read
       for (int32_t u : fwd_.plan->order) run_unit(fwd_, u, tasks[ti], static_cast<int64_t>(ti), ctx, obs);
     }
   } catch (...) {

@@ -204,9 +204,6 @@ MatView VertexRunner::group_input(Values& v, NodeId id, const Task& t) {
 // zeros, so they come out zero) and unneeded ones in ∂F (nobody reads them).
 void VertexRunner::run_group(Values& v, size_t group, const Task& t, int64_t task_index, const Observer* obs) {
   const plan::FusedGroup& f = v.plan->fused[group];
-  if (options_.on(Optimisation::skip_zero_work) && !v.backward)
-    for (NodeId m : f.members)
-      main_.zero_f[static_cast<size_t>(m)] = ir::zero_from_inputs(v.plan->graph->node(m), main_.zero_f);
   const auto start = obs ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   main_.in.clear();
   main_.trim.clear();
@@ -266,20 +263,10 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   const Home h = v.plan->home[i];
   if (!v.plan->runs(n.id) || v.plan->phase[i] != Phase::loop || v.plan->folded[i]) return;  // folded: at its ParamGradOut
   const bool skip = options_.on(Optimisation::skip_zero_work);
-  if (facts_.row_windows && v.plan->in_window[i]) {  // read through by its consumer's window; F's zero flag still counts
-    if (skip && !v.backward) main_.zero_f[i] = mb_.plan->absence[static_cast<size_t>(task_index)].message_absent(n);
-    return;
-  }
+  if (facts_.row_windows && v.plan->in_window[i]) return;  // read through by its consumer's window
   if (skip && v.backward && main_.unneeded[i]) {
     skip_unneeded(n, t);
     return;
-  }
-  const bool pull = !v.backward && n.id == plan_->pull;
-  if (skip && !v.backward && !pull) {  // the pull's flag is set once its rows are read
-    const ir::Zeros zeros = ir::op_def(n.op).zeros;
-    const bool gathers = zeros == ir::Zeros::absent_message || zeros == ir::Zeros::absent_children;
-    main_.zero_f[i] = gathers ? mb_.plan->absence[static_cast<size_t>(task_index)].message_absent(n)
-                              : ir::zero_from_inputs(n, main_.zero_f);
   }
   if (skip && skips_when_zero(n, h) && (v.backward ? main_.zero_b : main_.zero_f)[i]) {
     // A member of a group that fell back to its members: the others read its rows.
@@ -289,10 +276,10 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   if (in_children_block(v, n, t)) return;  // the rows are where they belong already
   exec_node(v, n, t, task_index, ctx, obs, main_);
-  if (skip && pull) {
-    const bool z = pulled_zero(view(v, n.id, t), static_cast<size_t>(task_index));
-    main_.zero_f[i] = z;
-    mb_.pull_zero[static_cast<size_t>(task_index)] = z;
+  if (skip && !v.backward && n.id == plan_->pull) {  // in the loop: the task's flags change if its rows were all zero
+    const auto ti = static_cast<size_t>(task_index);
+    mb_.pull_zero[ti] = pulled_zero(view(v, n.id, t), ti);
+    if (mb_.pull_zero[ti]) task_flags(ti, false, main_);
   }
 }
 

@@ -131,6 +131,7 @@ struct VertexPlan {
   /// place (and is not a lent arena's lender).
   struct ChildrenBlock {
     ir::NodeId concat = ir::kNoNode, grad = ir::kNoNode;
+    bool operator==(const ChildrenBlock&) const = default;
   } children_block;
 
   /// One line per node: id, op, home, phase, fused group (and folded in ∂F).

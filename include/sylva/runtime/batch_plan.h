@@ -110,6 +110,7 @@ struct BatchPlan {
     std::vector<int32_t> first_child;  ///< per row: its first child's row (-1: none)
     std::vector<int32_t> blocked;      ///< prefix counts of the rows with children in place [rows + 1]
     int64_t concat_rows = 0;           ///< rows F's concat still keeps: up to the last task without children
+    bool operator==(const Children&) const = default;
   } children;
 
   /// Pass plan_task_local_rows (Optimisation::task_local_values with
@@ -125,6 +126,8 @@ struct BatchPlan {
   }
   /// A summary: rows, tasks and each pass's facts (a line per task).
   std::string to_text() const;
+  /// Every table and fact equal.
+  bool operator==(const BatchPlan&) const = default;
 };
 
 /// The base plan: the row tables of `schedule` for `vp`'s gathers and pull.

@@ -23,6 +23,7 @@ BatchingPolicy parse_policy(const std::string& name);
 struct Task {
   int64_t offset = 0;
   int64_t bs = 0;
+  bool operator==(const Task&) const = default;
 };
 
 /// Tasks in execution order, and the row of every vertex. Rows are laid

@@ -45,16 +45,16 @@ std::vector<InputGraph> with_ids(std::vector<InputGraph> gs) {
   return gs;
 }
 
-std::vector<int32_t> ids_of(const GraphBatch& b) { return b.ids("x"); }
-
-// Graphs with words on their leaves, their batch and its Bfs schedule.
+// Graphs with words on their leaves, their batch, its Bfs schedule and the
+// words' ids in vertex order. Tests take it apart: auto& [graphs, b, s, ids] = mb.
 struct Minibatch {
   std::vector<InputGraph> graphs;
   GraphBatch batch;
   Schedule schedule;
+  std::vector<int32_t> ids;
   explicit Minibatch(std::vector<InputGraph> gs)
       : graphs(with_ids(std::move(gs))), batch(GraphBatch::of(graphs)),
-        schedule(Schedule::build(batch, BatchingPolicy::Bfs)) {}
+        schedule(Schedule::build(batch, BatchingPolicy::Bfs)), ids(batch.ids("x")) {}
   Minibatch(const Minibatch&) = delete;
   Minibatch& operator=(const Minibatch&) = delete;
 };
@@ -62,8 +62,7 @@ struct Minibatch {
 TEST(BatchPlan, RowTablesFollowTheSchedule) {
   Cell c;
   const Minibatch mb({InputGraph::from_children({{}, {}, {0, 1}}, "a")});
-  const GraphBatch& b = mb.batch;
-  const Schedule& s = mb.schedule;
+  const auto& [graphs, b, s, ids] = mb;
   const BatchPlan p = plan_rows(*c.vp, b, s, {}, false);
   EXPECT_EQ(p.rows, 3);
   EXPECT_EQ(p.task_rows, 2);
@@ -74,7 +73,6 @@ TEST(BatchPlan, RowTablesFollowTheSchedule) {
   EXPECT_EQ(p.child_rows[0][static_cast<size_t>(s.row_of_vertex[0])], -1);
   EXPECT_TRUE(p.pull_rows.empty());
   EXPECT_TRUE(p.absence.empty()) << "no pass has run";
-  const std::vector<int32_t> ids = ids_of(b);
   const BatchPlan t = plan_rows(*c.vp, b, s, ids, true);
   for (int64_t r = 0; r < t.rows; ++r)
     EXPECT_EQ(t.pull_rows[static_cast<size_t>(r)], ids[static_cast<size_t>(s.vertex_of_row[static_cast<size_t>(r)])]);
@@ -83,17 +81,14 @@ TEST(BatchPlan, RowTablesFollowTheSchedule) {
 TEST(BatchPlan, AVertexWithMoreChildrenThanFReadsIsAClearError) {
   Cell c;
   const Minibatch mb({InputGraph::from_children({{}, {}, {}, {0, 1, 2}}, "wide tree")});
-  const GraphBatch& b = mb.batch;
-  const Schedule& s = mb.schedule;
+  const auto& [graphs, b, s, ids] = mb;
   EXPECT_CONTAINS(test::error_of([&] { plan_rows(*c.vp, b, s, {}, false); }), "has 3 children but vertex function");
 }
 
 TEST(BatchPlan, AbsencesSayWhatEachTaskLacks) {
   Cell c;
   const Minibatch mb({complete_binary_tree(4, "t")});
-  const GraphBatch& b = mb.batch;
-  const Schedule& s = mb.schedule;
-  const std::vector<int32_t> ids = ids_of(b);
+  const auto& [graphs, b, s, ids] = mb;
   const BatchPlan p = plan_absences(plan_rows(*c.vp, b, s, ids, false), s, ids);
   ASSERT_EQ(p.absence.size(), 3u);  // leaves, their parents, the root
   EXPECT_EQ(p.absence[0].slots, 0b11u) << "the leaves have no child in either slot";
@@ -164,9 +159,7 @@ TEST(BatchPlan, ChildrenBlocksOnlyWhereEveryTaskHasItsChildrenInOrder) {
 TEST(BatchPlan, TaskLocalValuesGetTheRowsOfTheLargestTaskThatWritesThem) {
   Cell c;
   const Minibatch mb({complete_binary_tree(8, "t")});
-  const GraphBatch& b = mb.batch;
-  const Schedule& s = mb.schedule;
-  const std::vector<int32_t> ids = ids_of(b);
+  const auto& [graphs, b, s, ids] = mb;
   const RunFacts facts = run_facts(*c.vp, Optimisations::all(), /*row_windows=*/true);
   const BatchPlan p = build_batch_plan(*c.vp, {.batch = b, .schedule = s, .pull_ids = ids, .facts = &facts},
                                        Optimisations::all());
@@ -201,9 +194,8 @@ TEST(BatchPlan, AnEarlierPlansMemoryChangesNothing) {
   const Minibatch lopsided({InputGraph::from_children({{}, {}, {}, {0, 1}, {3, 2}}, "l")});
   const RunFacts facts = run_facts(*c.vp, Optimisations::all(), /*row_windows=*/true);
   const auto build = [&](const Minibatch& mb, BatchPlan storage) {
-    const std::vector<int32_t> ids = ids_of(mb.batch);
     return build_batch_plan(*c.vp,
-                            {.batch = mb.batch, .schedule = mb.schedule, .pull_ids = ids, .pull_from_table = true,
+                            {.batch = mb.batch, .schedule = mb.schedule, .pull_ids = mb.ids, .pull_from_table = true,
                              .row_windows = true, .facts = &facts},
                             Optimisations::all(), std::move(storage));
   };

@@ -598,7 +598,58 @@ def table_distributed():
                      "; one epoch of SST or 60 PTB minibatches, global batch 64, median (min..max) of 3")]
 
 
+# ---------------------------------------------------------------------------
+# bf16 GEMMs against float32 (bench_bf16.sh: sylva and sylva-bf16 interleaved)
+
+BF16 = "bf16"
+# Issue 67's goals: (workload, hidden, batch) -> bf16 over float32, and over DyNet-autobatch.
+BF16_GOALS = {("tree-lstm", 512, 64): 1.6, ("tree-lstm", 512, 256): 1.6, ("tree-lstm", 128, 64): 1.2,
+              ("var-lstm", 200, 64): 1.4, ("tree-fc", 256, 64): 1.4}
+BF16_DYNET_GOALS = {("tree-lstm", 512, 16): 2.5, ("tree-lstm", 512, 64): 2.5}
+
+
+def bf16_points():
+    """{(workload, hidden, batch): {strategy: row}} from the bf16 folder's CSVs."""
+    folder = path_of(BF16)
+    points = {}
+    files = sorted(f for f in os.listdir(folder) if f.endswith(".csv"))
+    if not files:
+        raise ReportError("no CSV in docs/benchmark-results/%s" % BF16)
+    for f in files:
+        for r in read_rows(os.path.join(BF16, f)):
+            points.setdefault((r["workload"], int(r["hidden"]), int(r["batch"])), {})[r["strategy"]] = r
+    return points
+
+
+def table_bf16():
+    out = []
+    order = {"tree-lstm": 0, "var-lstm": 1, "tree-fc": 2}
+    for key, p in sorted(bf16_points().items(), key=lambda kv: (order.get(kv[0][0], 9), -kv[0][1], kv[0][2])):
+        if "sylva" not in p or "sylva-bf16" not in p:
+            raise ReportError("bf16/%s h %d batch %d: needs both sylva and sylva-bf16 rows" % key)
+        f32, b16 = p["sylva"], p["sylva-bf16"]
+        where = "bf16 %s h %d batch %d" % key
+        x = over(b16, f32)
+        goal = BF16_GOALS.get(key)
+        dyn = p.get("dynet-autobatch")
+        dyn_goal = BF16_DYNET_GOALS.get(key)
+        vals = "%.0f → %.0f (%.2fx)" % (number(f32, "values_mb", where), number(b16, "values_mb", where),
+                                         number(b16, "values_mb", where) / number(f32, "values_mb", where))
+        out.append([key[0], str(key[1]), str(key[2]), rate(f32), rate(b16), "**%s**" % ratio_text(x),
+                    goal_text(x, goal) if goal else "–",
+                    rate(dyn) if dyn else "–",
+                    ("%s%s" % (ratio_text(over(b16, dyn)), ": " + goal_text(over(b16, dyn), dyn_goal) if dyn_goal else ""))
+                    if dyn else ("not run (goal ≥ %.1fx)" % dyn_goal if dyn_goal else "–"),
+                    vals])
+    return md(["workload", "h", "batch", "fp32 samples/s", "bf16 samples/s", "bf16 / fp32", "goal",
+               "DyNet-autobatch (fp32)", "bf16 / DyNet-ab", "activations MB, fp32 → bf16"], out, right_from=1) + [
+        "", measured([os.path.join(BF16, "machine.txt")], "bash scripts/bench_bf16.sh",
+                     "; one core, whole training steps with Adam, Tree-LSTM with the dynet cell and embedding = "
+                     "hidden, Var-LSTM 2 layers × 200, median (min–max) of interleaved repeats")]
+
+
 TABLES = {
+    "bf16": (table_bf16, [BF16]),
     "dynet-goals": (table_dynet_goals, DYNET_TREE_LSTM + DYNET_LM + DYNET_TREE_FC + [DYNET_MEMORY]),
     "dynet-tree-lstm": (table_dynet_tree_lstm, DYNET_TREE_LSTM),
     "dynet-lm": (table_dynet_lm, DYNET_LM),

@@ -50,8 +50,11 @@ GemmReplay::GemmReplay(Backend& backend) : backend_(backend) {
     }
 }
 
-void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
+void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype, Precision precision) {
+  SYLVA_CHECK(dtype_ == dtype || (a_.capacity() == 0 && c_.capacity() == 0), "[bench] a GEMM replay changed dtype");
   dtype_ = dtype;
+  ctx_.gemm = precision;
+  operands_ = precision == Precision::bf16 ? DType::bf16 : dtype;
   size_t na = 0, nb = 0, nc = 0;
   for (const RecordedGemm& g : gemms) {
     na = std::max(na, static_cast<size_t>(g.a_rows * g.a_cols));
@@ -60,12 +63,13 @@ void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
   }
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-0.05, 0.05);
-  for (auto [buf, n] : {std::pair{&a_, na}, std::pair{&b_, nb}, std::pair{&c_, nc}}) {
-    const size_t had = buf->capacity() / dtype_size(dtype);
+  for (auto [buf, n, type] : {std::tuple{&a_, na, operands_}, std::tuple{&b_, nb, operands_}, std::tuple{&c_, nc, dtype}}) {
+    const size_t had = buf->capacity() / dtype_size(type);
     if (n <= had) continue;
-    buf->reserve(n * dtype_size(dtype));
+    buf->reserve(n * dtype_size(type));
     for (size_t i = 0; i < n; ++i) {
-      if (dtype == DType::f64) static_cast<double*>(buf->data())[i] = u(rng);
+      if (type == DType::f64) static_cast<double*>(buf->data())[i] = u(rng);
+      else if (type == DType::bf16) static_cast<uint16_t*>(buf->data())[i] = to_bf16(static_cast<float>(u(rng)));
       else static_cast<float*>(buf->data())[i] = static_cast<float>(u(rng));
     }
   }
@@ -73,7 +77,7 @@ void GemmReplay::prepare(const std::vector<RecordedGemm>& gemms, DType dtype) {
 
 void GemmReplay::run(const std::vector<RecordedGemm>& gemms) {
   for (const RecordedGemm& g : gemms) {
-    const MatView in[2] = {{a_.data(), g.a_rows, g.a_cols, dtype_}, {b_.data(), g.b_rows, g.b_cols, dtype_}};
+    const MatView in[2] = {{a_.data(), g.a_rows, g.a_cols, operands_}, {b_.data(), g.b_rows, g.b_cols, operands_}};
     const MatView out{c_.data(), g.out_rows, g.out_cols, dtype_};
     backend_.run(
         {.node = matmul_[g.trans_a][g.trans_b], .in = in, .out = out, .ctx = ctx_, .accumulate = g.accumulate});

@@ -37,13 +37,15 @@ class GemmReplay {
  public:
   explicit GemmReplay(Backend& backend);
   /// Grows the buffers to fit `gemms` too (filled with small values
-  /// when they grow); call it for every list before run().
-  void prepare(const std::vector<RecordedGemm>& gemms, DType dtype);
+  /// when they grow); call it for every list before run(). Under
+  /// Precision::bf16 the operands are bfloat16 already (as the parameters'
+  /// copies are in the step), so the replay times the bf16 kernel alone.
+  void prepare(const std::vector<RecordedGemm>& gemms, DType dtype, Precision precision = Precision::fp32);
   void run(const std::vector<RecordedGemm>& gemms);
 
  private:
   Backend& backend_;
-  DType dtype_ = DType::f32;
+  DType dtype_ = DType::f32, operands_ = DType::f32;
   Buffer a_, b_, c_;
   ExecContext ctx_{};
   ir::Node matmul_[2][2];  // MatMul nodes with each pair of transposes (all a kernel reads of the node)

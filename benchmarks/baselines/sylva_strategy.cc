@@ -59,7 +59,10 @@ class SylvaStrategy final : public Strategy {
   SylvaStrategy(const ModelConfig& cfg, ParameterSet& ps, BatchingPolicy policy, const StrategyOptions& o,
                 bool gemm_floor)
       : ps_(ps), model_(ps, cfg), ex_(*model_.program, ps, with_policy(o.executor, policy)),
-        name_(gemm_floor ? kGemmFloor : policy == BatchingPolicy::Bfs ? "sylva" : "sylva-serial"),
+        name_(gemm_floor                           ? kGemmFloor
+              : policy == BatchingPolicy::Serial ? "sylva-serial"
+              : o.executor.precision == Precision::bf16 ? "sylva-bf16"
+                                                        : "sylva"),
         measure_(o.measure_movement && !gemm_floor), update_(o, name_), floor_(gemm_floor), replay_(ex_.backend()) {
     if (measure_) ex_.set_observer(profiler_.observer());
     if (floor_) {
@@ -92,7 +95,7 @@ class SylvaStrategy final : public Strategy {
       recording_ = &g;
       run(samples.subspan(at, static_cast<size_t>(batch)), train);
       recording_ = nullptr;
-      replay_.prepare(g, ps_.dtype());  // the buffers only grow
+      replay_.prepare(g, ps_.dtype(), ex_.options().precision);  // the buffers only grow
     }
   }
 

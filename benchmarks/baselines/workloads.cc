@@ -54,6 +54,11 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
                                                 const StrategyOptions& options) {
   if (name == "sylva") return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, options);
   if (name == "sylva-serial") return make_sylva_strategy(cfg, ps, BatchingPolicy::Serial, options);
+  if (name == "sylva-bf16") {  // sylva with bf16 GEMMs, whatever --precision says (to run beside fp32)
+    StrategyOptions bf16 = options;
+    bf16.executor.precision = Precision::bf16;
+    return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, bf16);
+  }
   if (name == kGemmFloor) return make_sylva_strategy(cfg, ps, BatchingPolicy::Bfs, options, true);
   SYLVA_CHECK(!cfg.projection_in_cell && !cfg.per_gate,
               "[bench] projection_in_cell and per_gate are variants of Sylva's model only, not of '", name, "'");
@@ -61,7 +66,7 @@ std::unique_ptr<Strategy> make_builtin_strategy(const std::string& name, const M
   if (name == "dynamic-decl-autobatch") return make_dynamic_decl_strategy(cfg, ps, true, false, options);
   if (name == "dynamic-decl-autobatch-dense") return make_dynamic_decl_strategy(cfg, ps, true, true, options);
   if (name == "padded") return make_padded_strategy(cfg, ps, options);
-  SYLVA_THROW("[bench] unknown strategy '", name, "' (built in: sylva, sylva-serial, dynamic-decl, "
+  SYLVA_THROW("[bench] unknown strategy '", name, "' (built in: sylva, sylva-bf16, sylva-serial, dynamic-decl, "
               "dynamic-decl-autobatch, dynamic-decl-autobatch-dense, padded, gemm-floor; libtorch-* need a build with "
               "libtorch)");
 }

@@ -436,6 +436,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 1;  // --help is 0; every bad option exits with 1
   }
   o.executor.optimisations = ablation.chosen();
+  o.executor.precision = ablation.precision();
   try {
     return run(o);
   } catch (const Error& e) {

@@ -72,6 +72,7 @@ struct Options {
   bool float64 = false;
   bool list = false;
   Optimisations optimisations = Optimisations::all();  // sylva's (the --no-* ablation flags)
+  Precision precision = Precision::fp32;               // sylva's GEMMs (--precision; sylva-bf16 is always bf16)
   bool projection_in_cell = false, per_gate = false;
   std::string cell = "tai";
   std::string optimizer = "none";
@@ -164,7 +165,8 @@ nlohmann::json to_json(const Row& r) {
 }
 
 StrategyOptions strategy_options(const Options& o) {
-  return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .optimisations = o.optimisations},
+  return {.executor = {.device = Device::parse(o.device), .threads = o.threads, .optimisations = o.optimisations,
+                       .precision = o.precision},
           .measure_movement = o.measure_movement, .optimizer = o.optimizer, .lr = o.lr};
 }
 
@@ -480,7 +482,7 @@ int main(int argc, char** argv) {
                  "dynamic-decl, dynamic-decl-autobatch, padded for the LSTMs, libtorch-* when built with libtorch, "
                  "dynet and dynet-autobatch when built with SYLVA_DYNET_DIR); gemm-floor on request: the GEMMs Sylva "
                  "runs for each minibatch alone, replayed through its kernel, plus its optimiser step (a bound, "
-                 "not a system; CPU)")
+                 "not a system; CPU); sylva-bf16 on request: sylva with --precision bf16, to run beside fp32")
       ->delimiter(',');
   app.add_option("--batch", o.batches, "batch sizes (samples per minibatch), comma-separated")->delimiter(',');
   app.add_option("--hidden", o.hiddens, "hidden sizes; default 150 (tree-lstm), 200 (LSTMs), 256 (tree-fc)")
@@ -534,6 +536,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     o.optimisations = ablation.chosen();
+    o.precision = ablation.precision();
     return run(o);
   } catch (const sylva::Error& e) {
     std::fprintf(stderr, "bench_suite: %s\n", e.what());

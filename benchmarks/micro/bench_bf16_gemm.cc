@@ -7,8 +7,13 @@
 // the weights packed once (tag any), as a bf16 path would keep its copies
 // of the parameters. `Bf16WithCast` also converts the float32 activations to
 // bf16 each call (a reorder): what a bf16 GEMM costs when its input was
-// stored in float32. Arguments: h, rows, weight gradient (0/1). Reports
-// GFLOP/s; the ratio bf16/f32 is read off two rows with the same arguments.
+// stored in float32. `SylvaF32` and `SylvaBf16` run Sylva's own MatMul
+// kernel (backend_for(cpu)) at the same shapes: oneDNN's sgemm, and under
+// Precision::bf16 the matmul primitive with the row count left to run time,
+// weights as a parameter's bfloat16 copy, activations float32 converted
+// per call. Arguments: h, rows, weight gradient (0/1). Reports GFLOP/s; the
+// ratio bf16/f32 is read off two rows with the same arguments. Under
+// DNNL_MAX_CPU_ISA=AVX512_CORE oneDNN emulates bf16 (without AVX512_BF16).
 //
 //   OMP_NUM_THREADS=1 taskset -c 0 build/release/benchmarks/bench_bf16_gemm --benchmark_repetitions=5
 //     --benchmark_report_aggregates_only=true   (one line)
@@ -16,6 +21,9 @@
 #include <dnnl.hpp>
 
 #include <vector>
+
+#include "sylva/backend/backend.h"
+#include "sylva/core/bfloat16.h"
 
 namespace {
 
@@ -77,7 +85,40 @@ void run(benchmark::State& state, Dt dt, bool with_cast) {
   g.count(state);
 }
 
+// Sylva's MatMul kernel: forward X[rows x 2h]·W[2h x 3h] with W a
+// parameter (its bfloat16 copy under bf16); weight gradient Xᵀ·dG, both
+// per-vertex values in float32.
+void sylva_kernel(benchmark::State& state, sylva::Precision precision) {
+  using sylva::DType;
+  const int64_t h = state.range(0), rows = state.range(1);
+  const bool wg = state.range(2) != 0;
+  const int64_t m = wg ? 2 * h : rows, k = wg ? rows : 2 * h, n = 3 * h;
+  std::vector<float> a(static_cast<size_t>(m * k), 0.5f), b(static_cast<size_t>(k * n), 0.25f),
+      c(static_cast<size_t>(m * n));
+  std::vector<uint16_t> b16(b.size());
+  sylva::to_bf16(b.data(), b16.data(), static_cast<int64_t>(b.size()));
+  sylva::ir::Node mm;
+  mm.op = sylva::ir::OpKind::MatMul;
+  mm.attrs.trans_a = wg;
+  const bool low = precision == sylva::Precision::bf16;
+  const sylva::MatView in[2] = {
+      {a.data(), wg ? k : m, wg ? m : k, DType::f32},
+      low && !wg ? sylva::MatView{b16.data(), k, n, DType::bf16} : sylva::MatView{b.data(), k, n, DType::f32}};
+  sylva::ExecContext ctx;
+  ctx.gemm = precision;
+  sylva::Backend& cpu = sylva::backend_for(sylva::Device::cpu());
+  if (const std::string why = cpu.precision_unsupported(precision); !why.empty()) {
+    state.SkipWithError(why.c_str());
+    return;
+  }
+  for (auto _ : state) cpu.run({mm, in, {c.data(), m, n, DType::f32}, ctx});
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * static_cast<double>(m * n * k) * static_cast<double>(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+
 void F32(benchmark::State& state) { run(state, Dt::f32, false); }
+void SylvaF32(benchmark::State& state) { sylva_kernel(state, sylva::Precision::fp32); }
+void SylvaBf16(benchmark::State& state) { sylva_kernel(state, sylva::Precision::bf16); }
 void Bf16(benchmark::State& state) { run(state, Dt::bf16, false); }
 void Bf16WithCast(benchmark::State& state) { run(state, Dt::bf16, true); }
 
@@ -92,6 +133,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(F32)->Apply(Shapes);
 BENCHMARK(Bf16)->Apply(Shapes);
 BENCHMARK(Bf16WithCast)->Apply(Shapes);
+BENCHMARK(SylvaF32)->Apply(Shapes);
+BENCHMARK(SylvaBf16)->Apply(Shapes);
 
 }  // namespace
 

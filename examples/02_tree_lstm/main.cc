@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   if (const int rc = parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     o.optimisations = ablation.chosen();
+    o.precision = ablation.precision();
     const std::unique_ptr<dist::Communicator> comm = make_communicator(distributed.distributed);  // rank 0 prints
     o.comm = comm.get();
     o.deterministic = distributed.deterministic;

@@ -87,7 +87,8 @@ int main(int argc, char** argv) {
     TreeFcModel model(ps, cfg);
     Trainer trainer(model.program, ps, model.loss, make_optimizer(optimizer, lr, "tree_fc"),
                     {.executor = {.policy = pol, .device = Device::parse(device), .seed = seed, .threads = threads,
-                                  .optimisations = optimisations, .check_numerics = check_numerics}});
+                                  .optimisations = optimisations, .precision = ablation.precision(),
+                                  .check_numerics = check_numerics}});
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "

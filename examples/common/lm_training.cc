@@ -49,7 +49,8 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
   LstmLm model(ps, o.model);
   Trainer trainer(model.program, ps, model.loss, Sgd{{.lr = o.lr}},
                   {.executor = {.policy = o.policy, .device = Device::parse(device_for_rank(o.device, o.comm)), .seed = o.seed,
-                                .threads = o.threads, .optimisations = o.optimisations, .check_numerics = o.check_numerics},
+                                .threads = o.threads, .optimisations = o.optimisations, .precision = o.precision,
+                                .check_numerics = o.check_numerics},
                    .clip_norm = o.clip,
                    .optimizer_on_device = !o.deterministic,  // deterministic data-parallel: the host optimiser
                    .sync_parameters = false,  // synced before each checkpoint

@@ -43,6 +43,7 @@ struct LmTrainOptions {
   bool profile = false;  // print where the training time went after every epoch (sylva::Profiler)
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
   Optimisations optimisations = Optimisations::all();  // ExecutorOptions::optimisations (--no-* ablations)
+  Precision precision = Precision::fp32;               // ExecutorOptions::precision (--precision)
   std::string name = "lm";  // prefixes log lines
   /// Data-parallel training (docs/distributed.md): every rank calls train_lm
   /// with the same options; rank 0 logs and writes the checkpoint. null:

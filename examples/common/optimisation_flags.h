@@ -1,6 +1,7 @@
-// The --no-* ablation flags of the examples and benchmark drivers, one per
-// row of sylva::optimisation_table(): a new optimisation gets its flag
-// everywhere without being listed here.
+// The executor's flags of the examples and benchmark drivers: the --no-*
+// ablation flags, one per row of sylva::optimisation_table() (a new
+// optimisation gets its flag everywhere without being listed here), and
+// --precision fp32|bf16 (ExecutorOptions::precision).
 #pragma once
 
 #include <array>
@@ -21,10 +22,17 @@ class OptimisationFlags {
       app.add_flag(std::string(i.flag), off_[static_cast<size_t>(i.id)],
                    prefix + "turn off " + std::string(i.name) + ": " + std::string(i.help))
           ->group("Ablation (each flag turns one optimisation off, with what needs it)");
+    app.add_option("--precision", precision_,
+                   prefix + "precision of the GEMMs: fp32, or bf16 (bfloat16 operands, float32 accumulation, "
+                            "float32 master weights; needs AVX512_BF16)")
+        ->check(CLI::IsMember({"fp32", "bf16"}))
+        ->capture_default_str();
   }
   OptimisationFlags(const OptimisationFlags&) = delete;
   OptimisationFlags& operator=(const OptimisationFlags&) = delete;
 
+  /// --precision's value.
+  Precision precision() const { return precision_named(precision_); }
   /// The optimisations named by the flags given.
   Optimisations named() const {
     Optimisations s;
@@ -46,6 +54,7 @@ class OptimisationFlags {
 
  private:
   std::array<bool, kOptimisationCount> off_{};
+  std::string precision_ = "fp32";
 };
 
 }  // namespace sylva::examples

@@ -47,7 +47,8 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   TreeLstmModel model(ps, cfg);
   Trainer trainer(model.program, ps, model.loss, make_optimizer(o.optimizer, o.lr, "tree_lstm"),
                   {.executor = {.policy = o.policy, .device = Device::parse(device_for_rank(o.device, o.comm)), .seed = o.seed,
-                                .threads = o.threads, .optimisations = o.optimisations, .check_numerics = o.check_numerics},
+                                .threads = o.threads, .optimisations = o.optimisations, .precision = o.precision,
+                                .check_numerics = o.check_numerics},
                    .clip_norm = o.clip, .weight_decay = o.l2,
                    .optimizer_on_device = !o.deterministic,  // deterministic data-parallel: the host optimiser
                    .sync_parameters = false,  // synced before each checkpoint

@@ -37,6 +37,7 @@ struct SentimentTrainOptions {
   bool check_numerics = false;  // stop at the first NaN/infinity with its op and vertex (ExecutorOptions)
   bool print_plans = false;  // print the cell's vertex plan and the first minibatch's batch plan
   Optimisations optimisations = Optimisations::all();  // ExecutorOptions::optimisations (--no-* ablations)
+  Precision precision = Precision::fp32;               // ExecutorOptions::precision (--precision)
   /// Data-parallel training (docs/distributed.md): every rank calls
   /// train_sentiment with the same options; rank 0 logs and writes the
   /// checkpoint. null: this process alone.

@@ -10,6 +10,7 @@
 #include "sylva/config.h"
 
 // core
+#include "sylva/core/bfloat16.h"
 #include "sylva/core/buffer.h"
 #include "sylva/core/denormals.h"
 #include "sylva/core/device.h"

@@ -29,6 +29,7 @@ nb::dlpack::dtype dlpack_dtype(DType t) {
     case DType::f32: return nb::dtype<float>();
     case DType::f64: return nb::dtype<double>();
     case DType::i32: return nb::dtype<int32_t>();
+    case DType::bf16: SYLVA_THROW("[python] bfloat16 values have no numpy type; Sylva keeps them internal");
   }
   SYLVA_THROW("[python] unknown dtype");
 }

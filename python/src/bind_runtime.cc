@@ -200,6 +200,10 @@ void bind_executor_options(nb::module_& m) {
       .def_rw("seed", &ExecutorOptions::seed)
       .def_rw("threads", &ExecutorOptions::threads)
       .def_rw("ios_options", &ExecutorOptions::ios_options)
+      .def_prop_rw("precision", [](const ExecutorOptions& o) { return std::string(precision_name(o.precision)); },
+                   [](ExecutorOptions& o, const std::string& p) { o.precision = precision_named(p); },
+                   "'fp32' or 'bf16': the precision of GEMMs (bf16: bfloat16 operands, float32 accumulation and "
+                   "master weights; needs AVX512_BF16)")
       .def_rw("check_numerics", &ExecutorOptions::check_numerics)
       .def_rw("memory_budget_bytes", &ExecutorOptions::memory_budget_bytes);
   // The optimisations' keywords, generated from the one table: True puts

@@ -146,6 +146,31 @@ def test_trainer_lowers_the_loss(opt):
     assert trainer.evaluate(batch) == pytest.approx(trainer.executor.scalar(loss))
 
 
+def test_precision_keyword():
+    assert sylva.ExecutorOptions().precision == "fp32"
+    assert sylva.ExecutorOptions(precision="bf16").precision == "bf16"
+    with pytest.raises(sylva.Error, match="fp32 or bf16"):
+        sylva.ExecutorOptions(precision="fp16")
+    ps, _, p, _, loss = tiny_tree_model()  # float64: bf16 is for float32 programs
+    with pytest.raises(sylva.Error, match="float64"):
+        sylva.Executor(p, ps, precision="bf16")
+    ps, _, p, _, loss = tiny_tree_model("float32")
+    batch = sylva.GraphBatch(tiny_graphs())
+    fp32 = sylva.Trainer(p, ps, loss, sylva.Sgd(lr=0.1)).evaluate(batch)
+    try:
+        trainer = sylva.Trainer(p, ps, loss, sylva.Sgd(lr=0.1), precision="bf16")
+    except sylva.Error as e:  # a CPU without AVX512_BF16 says so
+        assert "AVX512_BF16" in str(e)
+        return
+    assert trainer.executor.options.precision == "bf16"
+    bf16 = trainer.evaluate(batch)
+    assert bf16 != fp32 and bf16 == pytest.approx(fp32, rel=2e-2)
+    first = trainer.step(batch)
+    for _ in range(20):
+        last = trainer.step(batch)
+    assert last.loss < first.loss
+
+
 def test_optimizer_step_and_gradient_utilities():
     ps = sylva.ParameterSet("float64")
     w = ps.add("w", [2], sylva.Init.constant(1.0))

@@ -26,6 +26,16 @@ void Backend::move_row_windows(MatView, std::span<const int32_t>, MatView, std::
   SYLVA_THROW("[", name(), "] has no row windows (has_row_windows() is false)");
 }
 
+void Backend::convert(MatView src, MatView dst) {
+  SYLVA_THROW("[", name(), "] cannot convert ", dtype_name(src.dtype), " to ", dtype_name(dst.dtype),
+              " (this backend has no bfloat16 support)");
+}
+
+std::string Backend::precision_unsupported(Precision p) const {
+  if (p == Precision::fp32) return "";
+  return detail::concat("the ", name(), " backend has no ", precision_name(p), " GEMMs");
+}
+
 void Backend::update_parameter(const ParamUpdate&) {
   SYLVA_THROW("[", name(), "] has no optimiser kernels (has_optimiser_kernels() is false)");
 }

@@ -18,6 +18,7 @@
 #define SYLVA_HAVE_MXCSR 1
 #endif
 
+#include "sylva/core/bfloat16.h"
 #include "sylva/core/denormals.h"
 #include "sylva/core/dynamic_tensor.h"
 #include "sylva/core/error.h"
@@ -329,6 +330,7 @@ double Tensor::at(int64_t i) const {
     case DType::f32: return static_cast<const float*>(raw())[i];
     case DType::f64: return static_cast<const double*>(raw())[i];
     case DType::i32: return static_cast<const int32_t*>(raw())[i];
+    case DType::bf16: return from_bf16(static_cast<const uint16_t*>(raw())[i]);
   }
   return 0;
 }
@@ -339,6 +341,7 @@ void Tensor::set(int64_t i, double v) {
     case DType::f32: static_cast<float*>(raw())[i] = static_cast<float>(v); break;
     case DType::f64: static_cast<double*>(raw())[i] = v; break;
     case DType::i32: static_cast<int32_t*>(raw())[i] = static_cast<int32_t>(v); break;
+    case DType::bf16: static_cast<uint16_t*>(raw())[i] = to_bf16(static_cast<float>(v)); break;
   }
 }
 

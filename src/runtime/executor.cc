@@ -29,9 +29,12 @@ struct Executor::Impl {
         options((o.validate(), o)),
         backend(o.backend ? *o.backend : backend_for(o.device)),
         store(ps, backend) {
+    const std::string why = precision_unsupported(o.precision, p.dtype(), backend);
+    SYLVA_CHECK(why.empty(), "[executor] precision ", precision_name(o.precision), " is not available: ", why);
     if (o.threads > 0) backend.set_threads(o.threads);
     sync();
   }
+
 
   // Compiles the nodes added to the program since the last call, so symbols
   // defined after the executor was created (metrics, extra outputs) work.
@@ -53,7 +56,7 @@ struct Executor::Impl {
       } else if (n.op == OpKind::Apply) {
         runners[n.id] = std::make_unique<VertexRunner>(
             plans.get(n.attrs.body, plan_options()), backend, store,
-            detail::RunnerOptions{options.optimisations, streaming(), options.check_numerics});
+            detail::RunnerOptions{options.optimisations, streaming(), options.check_numerics, options.precision});
       } else if (n.op == OpKind::SelectRows) {  // moves rows here (its ids are checked by plan_program)
       } else if (!ir::has(ir::op_def(n.op).flags, ir::OpFlag::source)) {
         SYLVA_CHECK(backend.supports(n.op), "[", backend.name(), "] no kernel for op '", ir::op_name(n.op), "'");
@@ -73,14 +76,12 @@ struct Executor::Impl {
 
   // Streaming on a CPU needs a core the GEMM threads leave free: with as
   // many GEMM threads as cores this process may use (taskset -c 0 leaves
-  // one), a worker thread only competes with them. A
-  // device that takes calls from one thread (CUDA) streams on its second
-  // lane instead.
+  // one), a worker thread only competes with them. A device that takes
+  // calls from one thread (CUDA) streams on its second lane instead.
   bool streaming() const {
     if (!options.on(Optimisation::streaming)) return false;
     if (!backend.concurrent_calls()) return backend.lanes() > 1;
-    const int gemm_threads = std::max(options.threads, 1);
-    return gemm_threads < usable_cpu_cores();
+    return std::max(options.threads, 1) < usable_cpu_cores();  // the GEMM threads leave a core
   }
 
   // Rows of the rowed inputs of `n` (they agree: check_rows), the batch's
@@ -153,7 +154,7 @@ struct Executor::Impl {
       pending[id] = 0;
       const Node& n = program.graph().node(id);
       if (n.op == OpKind::Apply) runners[id]->copy_pushed(out_value(values, program.graph(), n));
-      else run_kernel(n, ExecContext{});
+      else run_kernel(n, ExecContext{.gemm = options.precision});
     }
     return values[id].view;
   }
@@ -227,7 +228,7 @@ struct Executor::Impl {
     preprocess = std::chrono::steady_clock::now() - t0;
     ++step;
     ExecContext ctx{mode == Mode::train, options.seed, step, nullptr,
-                    b.vertex_keys().empty() ? nullptr : b.vertex_keys().data()};
+                    b.vertex_keys().empty() ? nullptr : b.vertex_keys().data(), options.precision};
     store.make_current(Side::device);  // a device: what the host changed since the last forward
     const ir::Graph& g = program.graph();
     for (NodeId id : program_plan.order) {
@@ -379,7 +380,7 @@ struct Executor::Impl {
             const Node& mm = g.node(n.inputs[0]);
             scratch.clear();
             for (NodeId in : mm.inputs) scratch.push_back(gv[in].view);
-            backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{}, true});
+            backend.run({mm, scratch, store.grad(n.attrs.name), ExecContext{.gemm = options.precision}, true});
             observe(n, g, gv, start, &mm);
             if (gradient_hook) gradient_hook(store.on_host() ? std::span<const std::string>(gp.final_after[at]) : std::span<const std::string>());
             continue;
@@ -413,7 +414,7 @@ struct Executor::Impl {
         default: {
           scratch.clear();
           for (NodeId in : n.inputs) scratch.push_back(gv[in].view);
-          backend.run({n, scratch, out_value(gv, g, n), ExecContext{}});
+          backend.run({n, scratch, out_value(gv, g, n), ExecContext{.gemm = options.precision}});
           if (options.check_numerics) check_numerics(n, gv, "backward");
         }
       }

@@ -89,6 +89,12 @@ std::string Optimisations::names() const {
   return s.empty() ? "none" : s;
 }
 
+std::string precision_unsupported(Precision p, DType dtype, const Backend& backend) {
+  if (p != Precision::fp32 && dtype != DType::f32)
+    return detail::concat("it is for float32 programs, and this one is ", dtype_name(dtype));
+  return backend.precision_unsupported(p);
+}
+
 ExecutorOptions ExecutorOptions::reference() {
   ExecutorOptions o;
   o.optimisations = Optimisations::none();
@@ -142,6 +148,7 @@ std::string ExecutorOptions::to_text() const {
         os << "\n";
       }
   }
+  os << "  numerics: precision " << precision_name(precision) << "\n";
   os << "  checks: check_numerics " << (check_numerics ? "on" : "off") << "\n"
      << "  memory budget: ";
   if (memory_budget_bytes == 0)

@@ -19,8 +19,31 @@ ParamStore::Copy& ParamStore::copy_of(const std::string& name) {
 MatView ParamStore::value(const std::string& name) {
   if (host_) return mat_view(params_[name].value);
   std::lock_guard<std::mutex> lock(mutex_);
+  return value_locked(name);
+}
+
+MatView ParamStore::value_locked(const std::string& name) {
+  if (host_) return mat_view(params_[name].value);
   Copy& c = copy_of(name);
   return mat_view(c.value, c.param->value);
+}
+
+MatView ParamStore::gemm_value(const std::string& name, Precision precision) {
+  if (precision == Precision::fp32) return value(name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = bf16_.find(name);
+  if (it != bf16_.end()) {
+    const Tensor& v = params_[name].value;
+    return {it->second.data(), v.shape().rows(), v.shape().cols(), DType::bf16};
+  }
+  const MatView master = value_locked(name);
+  SYLVA_CHECK(master.dtype == DType::f32, "[param_store] parameter '", name, "' is ", dtype_name(master.dtype),
+              "; bf16 GEMMs read float32 parameters only");
+  Buffer& b = bf16_.emplace(name, Buffer(backend_.memory())).first->second;
+  b.reserve(std::max<size_t>(static_cast<size_t>(master.numel()) * dtype_size(DType::bf16), 1));
+  const MatView copy{b.data(), master.rows, master.cols, DType::bf16};
+  backend_.convert(master, copy);
+  return copy;
 }
 
 MatView ParamStore::grad(const std::string& name) {
@@ -96,8 +119,16 @@ void ParamStore::transfer(Copy& c, Side side) {
 }
 
 void ParamStore::make_current(Side side) {
-  if (host_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!host_) transfer_to(side);
+  if (side == Side::device)  // the kernels' side: their bfloat16 copies follow the master values
+    for (auto& [name, b] : bf16_) {
+      const MatView master = value_locked(name);
+      backend_.convert(master, {b.data(), master.rows, master.cols, DType::bf16});
+    }
+}
+
+void ParamStore::transfer_to(Side side) {
   const Current other = side == Side::host ? Current::device : Current::host;
   // Updates on the host: the host owns the values and may change them
   // without saying (an optimiser, a loop of the caller's), so the device's

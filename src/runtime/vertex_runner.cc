@@ -46,6 +46,7 @@ VertexRunner::VertexRunner(std::shared_ptr<const plan::VertexPlan> plan, Backend
     }
   init_values(fwd_, plan_->forward, false);
   init_values(bwd_, plan_->backward, true);
+  mark_gemm_operands();
   int64_t widest = 1;
   for (const plan::GraphPlan* p : {&plan_->forward, &plan_->backward})
     for (const Node& n : p->graph->nodes()) widest = std::max(widest, row_width(n.type));
@@ -270,7 +271,10 @@ void VertexRunner::run_node(Values& v, const Node& n, const Task& t, int64_t tas
   }
   if (skip && skips_when_zero(n, h) && (v.backward ? main_.zero_b : main_.zero_f)[i]) {
     // A member of a group that fell back to its members: the others read its rows.
-    if (!v.facts->unwritten[i] || v.facts->group[i] >= 0) backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+    if (!v.facts->unwritten[i] || v.facts->group[i] >= 0) {
+      backend_.fill_zero(h == Home::arena ? view(v, n.id, t) : fixed_out(v, n));
+      if (h != Home::arena) wrote_fixed(v, n.id);
+    }
     ++skipped_;  // known zero: no kernel (and no zeros where only fused groups read it)
     return;
   }
@@ -300,11 +304,14 @@ void VertexRunner::exec_node(Values& v, const Node& n, const Task& t, int64_t ta
     if (options_.check_numerics) check_numerics(v, n, t, out, lane);
   } else {
     lane.in.clear();
-    for (NodeId in : n.inputs) lane.in.push_back(view(v, in, t));
-    MatView out = v.plan->home[n.id] == Home::arena ? view(v, n.id, t) : fixed_out(v, n);
+    for (NodeId in : n.inputs) lane.in.push_back(operand(v, n, in, t));
+    const bool fixed = v.plan->home[n.id] != Home::arena;
+    MatView out = fixed ? fixed_out(v, n) : view(v, n.id, t);
     ExecContext c = ctx;
     c.row_vertex = mb_.schedule->vertex_of_row.data() + t.offset;
+    c.gemm = options_.precision;
     backend_.run({n, lane.in, out, c});
+    if (fixed) wrote_fixed(v, n.id);
     if (options_.check_numerics) check_numerics(v, n, t, out, lane);
   }
   report(v, n, t, task_index, obs, lane, start, {}, folded);
@@ -324,8 +331,10 @@ void VertexRunner::exec_grad_out(Values& v, const Node& n, const Task& t, const 
   }
   const Node& mm = v.plan->graph->node(n.inputs[0]);  // a GEMM folded into it: grad += A·B
   lane.in.clear();
-  for (NodeId in : mm.inputs) lane.in.push_back(view(v, in, t));
-  backend_.run({mm, lane.in, grad, ctx, /*accumulate=*/true});
+  for (NodeId in : mm.inputs) lane.in.push_back(operand(v, mm, in, t));
+  ExecContext c = ctx;
+  c.gemm = options_.precision;
+  backend_.run({mm, lane.in, grad, c, /*accumulate=*/true});
 }
 
 void VertexRunner::task_flags(size_t ti, bool backward, Lane& lane) const {

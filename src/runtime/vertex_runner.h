@@ -35,6 +35,7 @@ struct RunnerOptions {
   Optimisations optimisations = Optimisations::all();
   bool streaming = false;
   bool check_numerics = false;
+  Precision precision = Precision::fp32;  // of GEMMs (ExecutorOptions::precision)
   bool on(Optimisation o) const { return optimisations.has(o); }
 };
 
@@ -124,6 +125,10 @@ class VertexRunner {
     const GraphRunFacts* facts = nullptr;
     // Per task-local node: the rows its arena has for this minibatch (size_task_local).
     std::vector<int64_t> local_rows;
+    // Under bf16 (gemm_operands.cc): which fixed values a GEMM of F or ∂F
+    // reads, and their bfloat16 copies, converted when the value is written.
+    std::vector<uint8_t> gemm_reads;
+    std::vector<ValueBuffer> low;
   };
 
   void init_values(Values& v, const plan::GraphPlan& p, bool backward);
@@ -135,6 +140,14 @@ class VertexRunner {
   void reserve(Values& v, size_t i);
   MatView view(Values& v, ir::NodeId id, const Task& t);
   MatView fixed_out(Values& v, const ir::Node& n);
+  // GEMM operands in the precision of RunnerOptions (gemm_operands.cc):
+  // marks the fixed values GEMMs read (from the constructor), gives input
+  // `in` of `n` as the kernel reads it (a parameter's or a fixed value's
+  // bfloat16 copy under bf16), and refreshes a fixed value's copy once it
+  // has been written.
+  void mark_gemm_operands();
+  MatView operand(Values& v, const ir::Node& n, ir::NodeId in, const Task& t);
+  void wrote_fixed(Values& v, ir::NodeId id);
   // In the task loop: runs node n for task t unless it runs in another
   // phase or is skipped (zero or unneeded).
   void run_node(Values& v, const ir::Node& n, const Task& t, int64_t task_index, const ExecContext& ctx,

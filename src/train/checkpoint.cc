@@ -38,6 +38,7 @@ std::string safetensors_dtype(DType t) {
     case DType::f32: return "F32";
     case DType::f64: return "F64";
     case DType::i32: return "I32";
+    case DType::bf16: return "BF16";
   }
   return "?";
 }

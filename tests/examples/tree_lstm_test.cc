@@ -78,13 +78,14 @@ TEST(TreeLstm, BfsEqualsSerialWithDropout) {
     EXPECT_LE(test::relative_error(serial.grads[k], bfs.grads[k]), 1e-10);
 }
 
-TEST(TreeLstm, LearnsTheSyntheticTreebank) {
+// In float32, and with bf16 GEMMs (float32 master weights).
+void learns_the_synthetic_treebank(Precision precision) {
   Treebank tb = synthetic_treebank(11, 600, 200, 1);
   TreeLstmConfig cfg{.vocab = tb.vocab.size(), .dim = 16, .hidden = 16, .dropout = 0.0, .init_scale = 0.1};
   ParameterSet ps(DType::f32, 4);
   add_tree_lstm_params(ps, cfg);
   TreeLstmModel m(ps, cfg);
-  Trainer trainer(m.program, ps, m.loss, Adagrad({.lr = 0.1}));
+  Trainer trainer(m.program, ps, m.loss, Adagrad({.lr = 0.1}), {.executor = {.precision = precision}});
   auto dev_accuracy = [&] {
     RootAccuracy acc;
     GraphBatch dev = GraphBatch::of(tb.dev);
@@ -103,6 +104,14 @@ TEST(TreeLstm, LearnsTheSyntheticTreebank) {
   EXPECT_GT(acc, majority + 0.15) << "dev root accuracy " << acc << " vs majority " << majority;
 }
 
+TEST(TreeLstm, LearnsTheSyntheticTreebank) { learns_the_synthetic_treebank(Precision::fp32); }
+
+TEST(TreeLstm, LearnsTheSyntheticTreebankWithBf16Gemms) {
+  if (const std::string why = backend_for(Device::cpu()).precision_unsupported(Precision::bf16); !why.empty())
+    GTEST_SKIP() << "no bf16 GEMMs on this CPU: " << why;
+  learns_the_synthetic_treebank(Precision::bf16);
+}
+
 // The example's loop: two epochs straight, or one, saved, and resumed for
 // the second, give the same state file after epoch 2 (parameters,
 // optimiser, step, shuffling RNG, best epoch) byte for byte.
@@ -117,6 +126,38 @@ TEST(TreeLstm, TrainingLoopResumesExactly) {
       check_resume(o, 2, "tree", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
   EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
   EXPECT_EQ(resumed.best_test.fine_correct, straight.best_test.fine_correct);
+}
+
+// With bf16 GEMMs the state file holds the float32 masters (the bfloat16
+// copies are made from them at each forward), so a bf16 run resumes as
+// exactly as a float32 one, and either resumes from the other's file.
+TEST(TreeLstm, Bf16TrainingLoopResumesExactly) {
+  if (const std::string why = backend_for(Device::cpu()).precision_unsupported(Precision::bf16); !why.empty())
+    GTEST_SKIP() << "no bf16 GEMMs on this CPU: " << why;
+  const Treebank tb = synthetic_treebank(5, 120, 40, 40);
+  SentimentTrainOptions o;
+  o.model = {.dim = 8, .hidden = 8, .dropout = 0.3};
+  o.optimizer = "adam";
+  o.lr = 0.01;
+  o.batch = 16;
+  o.precision = Precision::bf16;
+  check_resume(o, 2, "tree_bf16", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
+  // An epoch in float32, saved, resumed in bf16 (and the reverse): the
+  // resumed run starts from the saved masters and trains on.
+  for (Precision first : {Precision::fp32, Precision::bf16}) {
+    SentimentTrainOptions a = o;
+    a.precision = first;
+    a.epochs = 1;
+    a.save_state = testing::TempDir() + "tree_cross_first.safetensors";
+    train_sentiment(tb, a, nullptr);
+    a.precision = first == Precision::fp32 ? Precision::bf16 : Precision::fp32;
+    a.epochs = 2;
+    a.resume = a.save_state;
+    a.save_state = testing::TempDir() + "tree_cross_second.safetensors";
+    SentimentTrainResult two;
+    EXPECT_NO_THROW(two = train_sentiment(tb, a, nullptr)) << precision_name(first) << " then the other";
+    EXPECT_TRUE(two.best_epoch == 1 || two.best_epoch == 2) << two.best_epoch;
+  }
 }
 
 // An empty split is a clear error, not a run that trains on nothing and

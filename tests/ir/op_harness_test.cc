@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -369,7 +370,42 @@ std::string case_name(const testing::TestParamInfo<OpCase>& info) { return info.
 class OpForward : public testing::TestWithParam<OpCase> {};
 class OpGradient : public testing::TestWithParam<OpCase> {};
 
+// bf16 (ExecutorOptions::precision): a matmul rounds its operands to
+// bfloat16 (unit roundoff u = 2^-8) and sums k products in float32; every
+// other op runs as in float32, bit for bit. The matmul's tolerance is
+// derived per element from its operands' magnitudes -- the reference
+// applied to |A| and |B| -- as (2u + u² + k·2^-24)·(|A|·|B|), k bounded by
+// A's larger side; the reference is float64 on the float32 inputs.
+void check_forward_bf16(const OpCase& c) {
+  if (const std::string why = test::precision_unsupported(Precision::bf16); !why.empty())
+    GTEST_SKIP() << "no bf16 GEMMs here: " << why;
+  Rig r64(c, DType::f64), r(c, DType::f32, &r64.ps);
+  ExecutorOptions bf16;
+  bf16.precision = Precision::bf16;
+  auto ex = r.executor(bf16);
+  ex->forward(r.batch, c.mode);
+  const Tensor got = ex->value(r.y);
+  if (c.op != OpKind::MatMul) {
+    auto ex32 = r.executor();
+    ex32->forward(r.batch, c.mode);
+    const Tensor want = ex32->value(r.y);
+    ASSERT_EQ(got.nbytes(), want.nbytes());
+    EXPECT_EQ(std::memcmp(got.raw(), want.raw(), got.nbytes()), 0) << c.name << ": not float32's bits under bf16";
+    return;
+  }
+  Mats in = r.input_mats(), magnitude = in;
+  for (Mat& m : magnitude)
+    for (double& v : m.v) v = std::abs(v);
+  const double k = static_cast<double>(std::max(in[0].r, in[0].c)), u = std::ldexp(1.0, -8);
+  const Mat want = c.ref(in), bound = c.ref(magnitude), out = to_mat(got);
+  ASSERT_EQ(out.v.size(), want.v.size()) << c.name;
+  for (size_t i = 0; i < out.v.size(); ++i)
+    EXPECT_LE(std::abs(out.v[i] - want.v[i]), (2 * u + u * u + k * std::ldexp(1.0, -24)) * bound.v[i])
+        << c.name << ": element " << i << " is " << out.v[i] << ", reference " << want.v[i];
+}
+
 TEST_P(OpForward, Float64) { check_forward(GetParam(), DType::f64, 1e-12); }
+TEST_P(OpForward, Bf16) { check_forward_bf16(GetParam()); }
 TEST_P(OpForward, Float32) { check_forward(GetParam(), DType::f32, 1e-5); }
 TEST_P(OpGradient, FiniteDifferences) { check_gradient(GetParam()); }
 

@@ -102,6 +102,10 @@ class SimBackend final : public Backend {
   void accumulate(MatView src, MatView dst) override {
     submit([this, src = host_view(src), dst = host_view(dst)] { cpu_.accumulate(src, dst); });
   }
+  void convert(MatView src, MatView dst) override {
+    submit([this, src = host_view(src), dst = host_view(dst)] { cpu_.convert(src, dst); });
+  }
+  std::string precision_unsupported(Precision p) const override { return cpu_.precision_unsupported(p); }
   bool run_fused(const FusedProgram& prog, std::span<const MatView> in, std::span<const MatView> out,
                  int64_t rows) override {
     if (!fuses_) return false;
@@ -225,6 +229,11 @@ ExecutorOptions on_test_device(ExecutorOptions o) {
   if (d == "sim-late-main") o.backend = &sim_device(0);
   if (d == "cuda") o.device = Device::cuda();
   return o;
+}
+
+std::string precision_unsupported(Precision p) {
+  const ExecutorOptions o = on_test_device();
+  return (o.backend ? *o.backend : backend_for(o.device)).precision_unsupported(p);
 }
 
 }  // namespace sylva::test

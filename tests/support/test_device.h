@@ -43,6 +43,9 @@ bool is_sim_pointer(const void* p);
 std::string test_device();
 /// `o` with its device (and backend) set to test_device()'s.
 ExecutorOptions on_test_device(ExecutorOptions o = {});
+/// Why the test device cannot run GEMMs in `p` ("" when it can):
+/// Backend::precision_unsupported of on_test_device()'s backend.
+std::string precision_unsupported(Precision p);
 /// `o` as it is when `on`, else without `x` (and what needs it).
 inline ExecutorOptions toggled(ExecutorOptions o, Optimisation x, bool on) { return on ? o : o.without(x); }
 

@@ -30,6 +30,10 @@ struct ExecContext {
   /// larger batch's ids, so data-parallel ranks draw what one process
   /// would); nullptr: the vertex id itself.
   const int32_t* vertex_key = nullptr;
+  /// The precision GEMMs (ops with OpFlag::gemm) compute in: bf16 rounds
+  /// float32 operands to bfloat16 and accumulates in float32. An operand
+  /// already in bfloat16 (a parameter's copy) is read as it is.
+  Precision gemm = Precision::fp32;
 };
 
 struct KernelArgs {
@@ -110,6 +114,14 @@ class Backend {
                                 std::span<const int32_t> dst_idx, ColumnWindow w, bool add);
   virtual bool has_row_windows() const { return false; }
   virtual void fill_zero(MatView dst) = 0;
+  /// dst = src converted to dst.dtype (same rows and cols): float32 to
+  /// bfloat16 (rounded as sylva/core/bfloat16.h says) or back. The default
+  /// throws (a backend without bfloat16).
+  virtual void convert(MatView src, MatView dst);
+  /// Why run() cannot compute GEMMs in `p` here (the missing CPU feature,
+  /// or that the backend has no such kernels), or "" when it can. Every
+  /// backend has fp32; the Executor refuses other precisions with this text.
+  virtual std::string precision_unsupported(Precision p) const;
   /// dst += src, element by element (same numel).
   virtual void accumulate(MatView src, MatView dst) = 0;
   /// Runs `prog` over `rows` rows: in are its external inputs, out its

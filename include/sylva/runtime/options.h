@@ -132,6 +132,11 @@ Optimisation optimisation_named(std::string_view name);
 /// The optimisations that need `o`, directly or through others.
 Optimisations dependents(Optimisation o);
 
+/// Why GEMMs cannot run in `p` for a program of `dtype` on `backend`, or
+/// "" when they can (the Executor refuses with this text): bf16 is for
+/// float32 programs, on backends with bf16 GEMMs.
+std::string precision_unsupported(Precision p, DType dtype, const Backend& backend);
+
 struct ExecutorOptions {
   // Where and how the batch runs.
   BatchingPolicy policy = BatchingPolicy::Bfs;
@@ -153,6 +158,16 @@ struct ExecutorOptions {
   Optimisations optimisations = Optimisations::all();
   /// The IOS search's variant and pruning (with Optimisation::ios).
   ios::Options ios_options{.variant = ios::Variant::both, .r = 3, .s = 8};
+
+  /// The precision of GEMMs (matmul). fp32 (the default): float32
+  /// throughout. bf16: GEMM operands are rounded to bfloat16 and their
+  /// products accumulated in float32 (about twice the multiply-adds per
+  /// cycle on CPUs with AVX512_BF16); the GEMMs read bfloat16 copies of the
+  /// parameters, refreshed once per forward, while the parameters, their
+  /// gradients, the optimiser's state and everything else stay float32.
+  /// The Executor refuses bf16 for a float64 program and on a backend or
+  /// CPU without bf16 GEMMs, naming what is missing.
+  Precision precision = Precision::fp32;
 
   /// Stop at the first NaN or infinity an op computes, in F, ∂F or the
   /// program, forward or backward: a sylva::Error names the pass, the

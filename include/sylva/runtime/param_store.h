@@ -70,6 +70,12 @@ class ParamStore {
   /// Its value / gradient where the backend's kernels can use them.
   MatView value(const std::string& name);
   MatView grad(const std::string& name);
+  /// Its value as GEMMs read it in `precision`: value() for fp32; for bf16
+  /// a bfloat16 copy in the backend's memory, made on first use and then
+  /// refreshed from the current value by every make_current(Side::device)
+  /// (the Executor's, before each forward): once per training step, while
+  /// the float32 value stays the master the optimiser updates.
+  MatView gemm_value(const std::string& name, Precision precision);
 
   /// The values at `side` changed -- of the parameters named in `rows`,
   /// only the listed rows; of the others, all of them (every parameter
@@ -78,7 +84,8 @@ class ParamStore {
   /// The one transfer point: copies to `side` every value whose current
   /// copy is only on the other side (whole, or the rows wrote() named) --
   /// with updates on the host, to the device every value -- and they are
-  /// then current on both. On the CPU, nothing to do.
+  /// then current on both. On the CPU, nothing to do. To Side::device (the
+  /// kernels' side) it also refreshes the bfloat16 copies gemm_value() made.
   void make_current(Side side);
   /// Where parameter `name`'s current value is (Current::both on the CPU
   /// and before its first use).
@@ -119,11 +126,16 @@ class ParamStore {
   Copy& copy_of(const std::string& name);
   // Copies c's value to `side`: the whole value, or the rows c.changed lists.
   void transfer(Copy& c, Side side);
+  // make_current()'s transfers, with mutex_ held (a device only).
+  void transfer_to(Side side);
+  // value() with mutex_ held.
+  MatView value_locked(const std::string& name);
 
   ParameterSet& params_;
   Backend& backend_;
   const bool host_ = backend_.memory().host_visible();
   std::map<std::string, Copy> copies_;
+  std::map<std::string, Buffer> bf16_;  // gemm_value()'s copies, in the backend's memory
   Side update_side_ = Side::host;
   mutable std::mutex mutex_;  // copies_: the streaming worker calls in too
   // Row transfers' staging: rows gathered on the device, and their host copy.

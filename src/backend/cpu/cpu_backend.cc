@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../backend_factories.h"
+#include "sylva/core/bfloat16.h"
 #include "sylva/core/device.h"
 #include "sylva/core/log.h"
 #include "cpu_kernels.h"
@@ -102,6 +103,16 @@ class CpuBackend final : public Backend {
   void fill_zero(MatView dst) override {
     if (dst.numel()) std::memset(dst.data, 0, static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype));
   }
+
+  void convert(MatView src, MatView dst) override {
+    SYLVA_CHECK(src.rows == dst.rows && src.cols == dst.cols, "[cpu] convert [", src.rows, ", ", src.cols, "] into [",
+                dst.rows, ", ", dst.cols, "]");
+    if (src.dtype == DType::f32 && dst.dtype == DType::bf16) to_bf16(src.as<const float>(), dst.as<uint16_t>(), src.numel());
+    else if (src.dtype == DType::bf16 && dst.dtype == DType::f32) from_bf16(src.as<const uint16_t>(), dst.as<float>(), src.numel());
+    else Backend::convert(src, dst);
+  }
+
+  std::string precision_unsupported(Precision p) const override { return cpu::precision_unsupported(p); }
 
   void accumulate(MatView src, MatView dst) override {
     SYLVA_ASSERT(src.numel() == dst.numel() && src.dtype == dst.dtype, "accumulate ", src.numel(), " into ",

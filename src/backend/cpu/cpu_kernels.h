@@ -3,6 +3,7 @@
 
 #include <array>
 #include <exception>
+#include <string>
 
 #include "sylva/backend/backend.h"
 #include "sylva/backend/cpu_extension.h"
@@ -17,6 +18,8 @@ void register_matmul_kernels(KernelTable& t);
 void register_elementwise_kernels(KernelTable& t);
 void register_structure_kernels(KernelTable& t);
 void register_loss_kernels(KernelTable& t);
+/// Why this CPU cannot run GEMMs in `p`, or "" (kernels_matmul.cc).
+std::string precision_unsupported(Precision p);
 /// Runs a fused program (kernels_fused.cc).
 void run_fused(const FusedProgram& p, std::span<const MatView> in, std::span<const MatView> out, int64_t rows,
                DType dtype);

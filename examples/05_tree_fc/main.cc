@@ -92,11 +92,12 @@ int main(int argc, char** argv) {
 
     const int64_t vertices_per_tree = 2 * static_cast<int64_t>(leaves) - 1;
     std::printf("tree_fc: %d leaves (%ld vertices/tree) | h=%ld classes=%ld vocab=%ld params=%ld %s | batch %ld trees "
-                "(%ld vertices) | %s lr %g | policy %s threads %d %s | %ld steps over %ld trees\n",
+                "(%ld vertices) | %s lr %g | policy %s threads %d %s %s | %ld steps over %ld trees\n",
                 leaves, static_cast<long>(vertices_per_tree), static_cast<long>(cfg.hidden),
                 static_cast<long>(cfg.classes), static_cast<long>(cfg.vocab), static_cast<long>(ps.numel()),
                 float64 ? "f64" : "f32", static_cast<long>(batch), static_cast<long>(batch * vertices_per_tree),
-                optimizer.c_str(), lr, policy_name(pol), threads, device.c_str(), static_cast<long>(steps),
+                optimizer.c_str(), lr, policy_name(pol), threads, device.c_str(),
+                precision_name(ablation.precision()).data(), static_cast<long>(steps),
                 static_cast<long>(trees));
     std::fflush(stdout);
 

@@ -65,11 +65,11 @@ LmTrainResult train_lm(const LmData& data, const LmTrainOptions& o, std::FILE* l
     const LstmLmConfig& m = o.model;
     std::fprintf(log,
                  "[%s] model: %ld layers, embed %ld, hidden %ld, vocab %ld, dropout %g, params %ld | sgd lr %g "
-                 "(x%g after epoch %ld) clip %g batch %ld | policy %s threads %d %s seed %lu\n",
+                 "(x%g after epoch %ld) clip %g batch %ld | policy %s threads %d %s %s seed %lu\n",
                  o.name.c_str(), static_cast<long>(m.layers), static_cast<long>(m.embed), static_cast<long>(m.hidden),
                  static_cast<long>(m.vocab), m.dropout, static_cast<long>(ps.numel()), o.lr, o.lr_decay,
                  static_cast<long>(o.decay_after), o.clip, static_cast<long>(o.batch), policy_name(o.policy),
-                 o.threads, o.device.c_str(), static_cast<unsigned long>(o.seed));
+                 o.threads, o.device.c_str(), precision_name(o.precision).data(), static_cast<unsigned long>(o.seed));
     std::fflush(log);
   }
 

@@ -56,11 +56,11 @@ SentimentTrainResult train_sentiment(const Treebank& tb, const SentimentTrainOpt
   const bool rank0 = o.comm == nullptr || o.comm->rank() == 0;
   if (!rank0) log = nullptr;
   if (log)
-    std::fprintf(log, "model: %s cell d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s\n",
+    std::fprintf(log, "model: %s cell d=%ld h=%ld params=%ld | %s lr %g batch %ld l2 %g dropout %g | policy %s threads %d %s %s\n",
                  tree_lstm_cell_name(cfg.cell), static_cast<long>(cfg.dim), static_cast<long>(cfg.hidden),
                  static_cast<long>(ps.numel()),
                  o.optimizer.c_str(), o.lr, static_cast<long>(o.batch), o.l2, cfg.dropout, policy_name(o.policy),
-                 o.threads, o.device.c_str());
+                 o.threads, o.device.c_str(), precision_name(o.precision).data());
   if (log && o.comm)
     std::fprintf(log, "data-parallel: world size %d over %s%s%s\n", o.comm->size(), std::string(o.comm->engine()).c_str(),
                  o.deterministic ? ", deterministic" : "",

@@ -648,8 +648,38 @@ def table_bf16():
                      "hidden, Var-LSTM 2 layers × 200, median (min–max) of interleaved repeats")]
 
 
+def table_bf16_accuracy():
+    """SST test root accuracy, bf16 against float32, per seed and the means (goal: within 0.5 points)."""
+    rows = read_rows("accuracy/sst-tree-lstm-bf16.csv")
+    by = {}
+    for r in rows:
+        by.setdefault(r["precision"], []).append(r)
+    if set(by) != {"fp32", "bf16"}:
+        raise ReportError("accuracy/sst-tree-lstm-bf16.csv: needs fp32 and bf16 rows, has %s" % sorted(by))
+
+    def pct(rs, c, t):
+        return 100.0 * sum(float(r[c]) for r in rs) / sum(float(r[t]) for r in rs)
+
+    out = []
+    for p in ("fp32", "bf16"):
+        seeds = ", ".join("%.2f / %.2f" % (pct([r], "test_fine_correct", "test_fine_total"),
+                                           pct([r], "test_binary_correct", "test_binary_total")) for r in by[p])
+        out.append([p, seeds, "%.2f%%" % pct(by[p], "test_fine_correct", "test_fine_total"),
+                    "%.2f%%" % pct(by[p], "test_binary_correct", "test_binary_total")])
+    diffs = []
+    for c, t, what in (("test_fine_correct", "test_fine_total", "fine"), ("test_binary_correct", "test_binary_total", "binary")):
+        d = pct(by["bf16"], c, t) - pct(by["fp32"], c, t)
+        diffs.append("%s %+.2f points (%s)" % (what, d, "met" if abs(d) <= 0.5 else "**not met**"))
+    out.append(["bf16 − fp32", "goal: each mean within 0.5 points", diffs[0], diffs[1]])
+    return md(["precision", "per seed: fine / binary %", "mean test root fine-grained", "mean test root binary"], out) + [
+        "", measured(["accuracy/machine-sst-bf16.txt"], "bash scripts/accuracy_bf16.sh",
+                     "; the README's Tree-LSTM configuration (tai cell, d = 300, h = 150, Adagrad 0.05, batch 25, "
+                     "L2 1e-4, dropout 0.5, 10 epochs, model chosen on dev root accuracy), seeds 1–3, one thread")]
+
+
 TABLES = {
     "bf16": (table_bf16, [BF16]),
+    "bf16-accuracy": (table_bf16_accuracy, ["accuracy"]),
     "dynet-goals": (table_dynet_goals, DYNET_TREE_LSTM + DYNET_LM + DYNET_TREE_FC + [DYNET_MEMORY]),
     "dynet-tree-lstm": (table_dynet_tree_lstm, DYNET_TREE_LSTM),
     "dynet-lm": (table_dynet_lm, DYNET_LM),

@@ -202,7 +202,7 @@ Timings time_epochs(Trainer& trainer, const std::vector<GraphBatch>& batches, co
   for (const auto& kv : counter.shapes) gemms.push_back(kv.first.shape);
   SYLVA_CHECK(!gemms.empty(), "[bench_roofline] no GEMM observed in an epoch");
   GemmReplay kernel(backend_for(Device::cpu()));
-  kernel.prepare(gemms, DType::f32);
+  kernel.prepare(gemms, DType::f32, trainer.executor().options().precision);  // bf16: the bf16 kernel alone
   Timings t;
   for (int r = 0; r < repeats; ++r) {
     Timer epoch;
@@ -324,12 +324,12 @@ nlohmann::json run_hidden(const Treebank& tb, const std::vector<GraphBatch>& bat
 }
 
 // The rate of one large GEMM, for scale: what the kernel reaches on this machine.
-nlohmann::json reference_gemm(int repeats) {
+nlohmann::json reference_gemm(int repeats, Precision precision) {
   const Gemm g{.shape = {.a_rows = 2048, .a_cols = 1024, .b_rows = 1024, .b_cols = 2560, .out_rows = 2048,
                          .out_cols = 2560}};
   const std::vector<RecordedGemm> one{g.shape};
   GemmReplay kernel(backend_for(Device::cpu()));
-  kernel.prepare(one, DType::f32);
+  kernel.prepare(one, DType::f32, precision);
   kernel.run(one);  // warm-up
   Series s;
   for (int r = 0; r < std::max(repeats, 1); ++r) {
@@ -338,9 +338,10 @@ nlohmann::json reference_gemm(int repeats) {
     s.values.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   const double rate = gflops(static_cast<double>(g.flops()), s.median());
-  std::printf("# reference GEMM %ldx%ldx%ld (M x K x N, C = A·B, row-major float32, CPU MatMul kernel): %s s -> "
-              "%.2f GFLOP/s\n",
-              static_cast<long>(g.m()), static_cast<long>(g.k()), static_cast<long>(g.n()), spread(s, "%.4f").c_str(), rate);
+  std::printf("# reference GEMM %ldx%ldx%ld (M x K x N, C = A·B, row-major, %s operands, CPU MatMul kernel): %s s "
+              "-> %.2f GFLOP/s\n",
+              static_cast<long>(g.m()), static_cast<long>(g.k()), static_cast<long>(g.n()),
+              precision == Precision::bf16 ? "bfloat16" : "float32", spread(s, "%.4f").c_str(), rate);
   return {{"m", g.m()}, {"k", g.k()}, {"n", g.n()}, {"seconds", s.values}, {"gflops", rate}};
 }
 
@@ -385,16 +386,17 @@ int run(const Options& o) {
               static_cast<long>(o.batch), static_cast<long>(vertices), static_cast<long>(o.embed), o.threads,
               o.repeats);
   std::printf("# training as examples/02_tree_lstm: %s lr %g, l2 %g, clip %g, dropout %g on the "
-              "classifier input, word dropout %g, float32, %s; epoch = every minibatch in the same order, with "
+              "classifier input, word dropout %g, float32 with %s GEMMs, %s; epoch = every minibatch in the same order, with "
               "optimiser steps\n# executor options:%s\n",
               so.optimizer.c_str(), so.lr, so.l2, so.clip, so.model.dropout, so.model.emb_dropout,
-              policy_name(so.policy), exec.c_str());
+              precision_name(o.executor.precision).data(), policy_name(so.policy), exec.c_str());
   nlohmann::json out = {{"tool", "bench_roofline"}, {"data", tb.source}, {"trees", tb.train.size()},
                         {"minibatches", batches.size()}, {"vertices", vertices}, {"batch", o.batch},
                         {"threads", o.threads}, {"repeats", o.repeats}, {"seed", o.seed},
                         {"dropout", so.model.dropout}, {"optimizer", so.optimizer}, {"lr", so.lr}, {"l2", so.l2}};
   for (const OptimisationInfo& i : optimisation_table()) out["executor_options"][std::string(i.name)] = o.executor.on(i.id);
-  out["reference_gemm"] = reference_gemm(o.repeats);
+  out["precision"] = std::string(precision_name(o.executor.precision));
+  out["reference_gemm"] = reference_gemm(o.repeats, o.executor.precision);
   out["runs"] = nlohmann::json::array();
   for (int64_t h : o.hiddens) out["runs"].push_back(run_hidden(tb, batches, h, o));
 

@@ -635,7 +635,7 @@ def table_bf16():
         dyn_goal = BF16_DYNET_GOALS.get(key)
         vals = "%.0f → %.0f (%.2fx)" % (number(f32, "values_mb", where), number(b16, "values_mb", where),
                                          number(b16, "values_mb", where) / number(f32, "values_mb", where))
-        out.append([key[0], str(key[1]), str(key[2]), rate(f32), rate(b16), "**%s**" % ratio_text(x),
+        out.append([key[0], str(key[1]), str(key[2]), rate(f32), rate(b16), "**%.3fx**" % x,
                     goal_text(x, goal) if goal else "–",
                     rate(dyn) if dyn else "–",
                     ("%s%s" % (ratio_text(over(b16, dyn)), ": " + goal_text(over(b16, dyn), dyn_goal) if dyn_goal else ""))
@@ -646,6 +646,15 @@ def table_bf16():
         "", measured([os.path.join(BF16, "machine.txt")], "bash scripts/bench_bf16.sh",
                      "; one core, whole training steps with Adam, Tree-LSTM with the dynet cell and embedding = "
                      "hidden, Var-LSTM 2 layers × 200, median (min–max) of interleaved repeats")]
+
+
+def table_readme_bf16():
+    cells = []
+    for key, p in sorted(bf16_points().items(), key=lambda kv: ({"tree-lstm": 0, "var-lstm": 1}.get(kv[0][0], 2), -kv[0][1], kv[0][2])):
+        cells.append(["%s h %d, batch %d" % key, "%.2fx" % over(p["sylva-bf16"], p["sylva"]),
+                      ratio_text(over(p["sylva-bf16"], p["dynet-autobatch"])) if "dynet-autobatch" in p else "–"])
+    return md(["one core, Adam", "bf16 / fp32 (Sylva)", "bf16 Sylva / fp32 DyNet-autobatch"], cells) + [
+        "", measured([os.path.join(BF16, "machine.txt")], "bash scripts/bench_bf16.sh", "; goals and accuracy: docs/benchmarks.md")]
 
 
 def table_bf16_accuracy():
@@ -679,6 +688,7 @@ def table_bf16_accuracy():
 
 TABLES = {
     "bf16": (table_bf16, [BF16]),
+    "readme-bf16": (table_readme_bf16, [BF16]),
     "bf16-accuracy": (table_bf16_accuracy, ["accuracy"]),
     "dynet-goals": (table_dynet_goals, DYNET_TREE_LSTM + DYNET_LM + DYNET_TREE_FC + [DYNET_MEMORY]),
     "dynet-tree-lstm": (table_dynet_tree_lstm, DYNET_TREE_LSTM),

@@ -115,13 +115,19 @@ TEST(TreeLstm, LearnsTheSyntheticTreebankWithBf16Gemms) {
 // The example's loop: two epochs straight, or one, saved, and resumed for
 // the second, give the same state file after epoch 2 (parameters,
 // optimiser, step, shuffling RNG, best epoch) byte for byte.
-TEST(TreeLstm, TrainingLoopResumesExactly) {
-  const Treebank tb = synthetic_treebank(5, 120, 40, 40);
+SentimentTrainOptions resume_options(Precision precision) {
   SentimentTrainOptions o;
   o.model = {.dim = 8, .hidden = 8, .dropout = 0.3};
   o.optimizer = "adam";
   o.lr = 0.01;
   o.batch = 16;
+  o.precision = precision;
+  return o;
+}
+
+TEST(TreeLstm, TrainingLoopResumesExactly) {
+  const Treebank tb = synthetic_treebank(5, 120, 40, 40);
+  const SentimentTrainOptions o = resume_options(Precision::fp32);
   const auto [straight, resumed] =
       check_resume(o, 2, "tree", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
   EXPECT_EQ(resumed.best_epoch, straight.best_epoch);
@@ -135,12 +141,7 @@ TEST(TreeLstm, Bf16TrainingLoopResumesExactly) {
   if (const std::string why = backend_for(Device::cpu()).precision_unsupported(Precision::bf16); !why.empty())
     GTEST_SKIP() << "no bf16 GEMMs on this CPU: " << why;
   const Treebank tb = synthetic_treebank(5, 120, 40, 40);
-  SentimentTrainOptions o;
-  o.model = {.dim = 8, .hidden = 8, .dropout = 0.3};
-  o.optimizer = "adam";
-  o.lr = 0.01;
-  o.batch = 16;
-  o.precision = Precision::bf16;
+  const SentimentTrainOptions o = resume_options(Precision::bf16);
   check_resume(o, 2, "tree_bf16", [&](const SentimentTrainOptions& x) { return train_sentiment(tb, x, nullptr); });
   // An epoch in float32, saved, resumed in bf16 (and the reverse): the
   // resumed run starts from the saved masters and trains on.

@@ -53,6 +53,29 @@ __global__ void accumulate_kernel(const T* src, T* dst, int64_t numel) {
     dst[i] += src[i];
 }
 
+// sylva/core/bfloat16.h's rounding, bit for bit: to nearest, ties to even,
+// denormals to a signed zero, NaNs quiet.
+__global__ void to_bf16_kernel(const uint32_t* src, uint16_t* dst, int64_t numel) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    uint32_t u = src[i];
+    if ((u & 0x7f800000u) == 0) {
+      dst[i] = static_cast<uint16_t>((u >> 16) & 0x8000u);
+    } else if ((u & 0x7fffffffu) > 0x7f800000u) {
+      dst[i] = static_cast<uint16_t>((u >> 16) | 0x0040u);
+    } else {
+      u += 0x7fffu + ((u >> 16) & 1u);
+      dst[i] = static_cast<uint16_t>(u >> 16);
+    }
+  }
+}
+
+__global__ void from_bf16_kernel(const uint16_t* src, uint32_t* dst, int64_t numel) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    dst[i] = static_cast<uint32_t>(src[i]) << 16;
+}
+
 unsigned blocks(int64_t work) { return static_cast<unsigned>(work < 1 ? 1 : (work < 65535 ? work : 65535)); }
 
 }  // namespace
@@ -106,6 +129,17 @@ int accumulate(const void* src, void* dst, int64_t numel, bool f64, void* stream
   else
     accumulate_kernel<float><<<grid, kThreads, 0, s>>>(static_cast<const float*>(src), static_cast<float*>(dst),
                                                         numel);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int convert_bf16(const void* src, void* dst, int64_t numel, bool to_bf16, void* stream) {
+  if (numel == 0) return 0;
+  const auto s = static_cast<cudaStream_t>(stream);
+  const unsigned grid = blocks((numel + kThreads - 1) / kThreads);
+  if (to_bf16)
+    to_bf16_kernel<<<grid, kThreads, 0, s>>>(static_cast<const uint32_t*>(src), static_cast<uint16_t*>(dst), numel);
+  else
+    from_bf16_kernel<<<grid, kThreads, 0, s>>>(static_cast<const uint16_t*>(src), static_cast<uint32_t*>(dst), numel);
   return static_cast<int>(cudaGetLastError());
 }
 

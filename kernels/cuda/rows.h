@@ -21,5 +21,8 @@ int add_rows(const void* src, const int32_t* src_idx, void* dst, const int32_t* 
              bool f64, bool atomic, void* stream);
 /// dst += src over `numel` elements.
 int accumulate(const void* src, void* dst, int64_t numel, bool f64, void* stream);
+/// float32 -> bfloat16 (`to_bf16`, rounded as sylva/core/bfloat16.h says,
+/// bit for bit) or back, over `numel` elements.
+int convert_bf16(const void* src, void* dst, int64_t numel, bool to_bf16, void* stream);
 
 }  // namespace sylva::cuda_kernels

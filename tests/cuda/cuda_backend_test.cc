@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 
 #include "gpu.h"
 #include "support/test_util.h"
 #include "sylva/backend/backend.h"
+#include "sylva/core/bfloat16.h"
 #include "sylva/frontend/program.h"
 #include "sylva/frontend/vertex_function.h"
 #include "sylva/ir/graph.h"
@@ -88,6 +91,51 @@ TEST_F(CudaBackendTest, MatMulMatchesTheCpuInEveryLayout) {
     cpu.run({node, in_cpu, c_cpu.host_view(), ctx, acc});
     gpu.run({node, in_gpu, c_gpu.dev_view(), ctx, acc});
     EXPECT_LT(error(c_gpu.download(), c_cpu.host), 1e-5) << "trans_a " << ta << " trans_b " << tb << " acc " << acc;
+  }
+}
+
+// bf16 (Precision::bf16): the GPU rounds to bfloat16 with the CPU's bits
+// (special values included), and its GEMMs give the product of the rounded
+// operands to float32's sums, in every layout, accumulating or not.
+TEST_F(CudaBackendTest, Bf16RoundsAsTheCpuAndMultipliesTheRoundedOperands) {
+  Backend& gpu = backend_for(Device::cuda());
+  if (const std::string why = gpu.precision_unsupported(Precision::bf16); !why.empty()) GTEST_SKIP() << why;
+  Mat x(37, 19, 9);
+  const uint32_t specials[] = {0x00000001u, 0x80000001u, 0x7f800001u, 0x7f800000u, 0x3f808000u, 0x3f818000u,
+                               0x7f7fffffu};
+  for (size_t i = 0; i < std::size(specials); ++i) std::memcpy(&x.host[i], &specials[i], 4);
+  ASSERT_EQ(cudaMemcpy(x.dev, x.host.data(), x.host.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+  uint16_t* low = nullptr;
+  ASSERT_EQ(cudaMalloc(&low, x.host.size() * 2), cudaSuccess);
+  gpu.convert(x.dev_view(), {low, x.rows, x.cols, DType::bf16});
+  gpu.synchronize();
+  std::vector<uint16_t> got(x.host.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), low, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(low);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], to_bf16(x.host[i])) << "element " << i;
+  for (int layout = 0; layout < 8; ++layout) {
+    const bool ta = layout & 1, tb = layout & 2, acc = layout & 4;
+    const int64_t m = 37, k = 300, n = 23;
+    Mat a(ta ? k : m, ta ? m : k, 1), b(tb ? n : k, tb ? k : n, 2), c(m, n, 3);
+    ir::Node node;
+    node.op = OpKind::MatMul;
+    node.attrs.trans_a = ta;
+    node.attrs.trans_b = tb;
+    ExecContext ctx;
+    ctx.gemm = Precision::bf16;
+    const MatView in[] = {a.dev_view(), b.dev_view()};
+    gpu.run({node, in, c.dev_view(), ctx, acc});
+    std::vector<float> want(c.host.size());
+    const auto r = [](float v) { return static_cast<double>(from_bf16(to_bf16(v))); };
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = acc ? c.host[static_cast<size_t>(i * n + j)] : 0.0;
+        for (int64_t p = 0; p < k; ++p)
+          sum += r(a.host[static_cast<size_t>(ta ? p * m + i : i * k + p)]) *
+                 r(b.host[static_cast<size_t>(tb ? j * k + p : p * n + j)]);
+        want[static_cast<size_t>(i * n + j)] = static_cast<float>(sum);
+      }
+    EXPECT_LT(error(c.download(), want), 2e-5) << "trans_a " << ta << " trans_b " << tb << " acc " << acc;
   }
 }
 

@@ -119,7 +119,8 @@ TEST(Invariance, RandomTreesBfsEqualsSerial) {
 
 // bf16 GEMMs (ExecutorOptions::precision): batching changes no vertex's
 // value. A row of F's output is computed from that vertex's inputs alone,
-// so Bfs and Serial give every vertex the same bits, with dropout on; the
+// so Bfs and Serial give every vertex the same bits, with dropout on (on
+// the CPU and the sim device; on CUDA to rounding); the
 // loss and the gradients sum over vertices in each policy's order, so they
 // agree to float32's rounding of those sums. Every optimisation is on.
 TEST(Invariance, Bf16BfsAndSerialGiveEveryVertexTheSameBits) {
@@ -153,7 +154,10 @@ TEST(Invariance, Bf16BfsAndSerialGiveEveryVertexTheSameBits) {
       }
       const std::string what = (slots ? "tree trial " : "dag trial ") + std::to_string(trial);
       ASSERT_EQ(hs[0].nbytes(), hs[1].nbytes()) << what;
-      EXPECT_EQ(std::memcmp(hs[0].raw(), hs[1].raw(), hs[0].nbytes()), 0) << what << ": a vertex's value depends on the batching";
+      if (test::test_device() == "cuda")  // cuBLAS may order a row's sums by the GEMM's shape: rounding apart
+        EXPECT_LE(test::relative_error(hs[0], hs[1]), 1e-5) << what;
+      else
+        EXPECT_EQ(std::memcmp(hs[0].raw(), hs[1].raw(), hs[0].nbytes()), 0) << what << ": a vertex's value depends on the batching";
       EXPECT_LE(std::abs(r[0].loss - r[1].loss), 1e-5 * std::max(1.0, std::abs(r[1].loss))) << what;
       for (size_t k = 0; k < r[0].grads.size(); ++k)
         EXPECT_LE(test::relative_error(r[0].grads[k], r[1].grads[k]), 1e-4) << what << " param " << m.ps.all()[k]->name;

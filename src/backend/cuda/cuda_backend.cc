@@ -1,15 +1,14 @@
-// The CUDA backend: cuBLAS GEMMs, the kernels of kernels/cuda (row
-// movement, softmax family, cross-entropy, reductions, lookup, dropout), and
-// fused groups generated as CUDA source and compiled with NVRTC (single
-// elementwise and column ops run as one-step groups).
-// Its memory() is device memory: the runtime keeps arenas, parameter copies
-// and inputs there. Calls are asynchronous on the backend's one stream:
-// host data (index tables, uploads) is copied into a ring of pinned memory
-// first, so the caller may reuse it at once; download() and synchronize()
-// wait. Ids and labels are checked on the device without a wait: a bad one
-// is flagged (device_checks.h) and its error, naming the row and value, is
-// thrown at the next download() or synchronize(), the wait a training step
-// has anyway. SYLVA_CUDA_SYNC=1 synchronises and reads the flags after
+// The CUDA backend: cuBLAS GEMMs (bf16 ones in bf16_gemm.cc), the kernels of
+// kernels/cuda (row movement, softmax family, cross-entropy, reductions,
+// lookup, dropout), and fused groups generated as CUDA source and compiled
+// with NVRTC (single elementwise and column ops run as one-step groups). Its
+// memory() is device memory: the runtime keeps arenas, parameter copies and
+// inputs there. Calls are asynchronous on the backend's stream: host data
+// is copied into a ring of pinned memory first, so the caller may reuse it
+// at once; download() and synchronize() wait. Ids and labels are checked on
+// the device without a wait: a bad one is flagged (device_checks.h) and its
+// error, naming the row and value, is thrown at the next download() or
+// synchronize(). SYLVA_CUDA_SYNC=1 synchronises and reads the flags after
 // every call (errors then surface at the call that caused them).
 #include <algorithm>
 #include <array>
@@ -26,6 +25,7 @@
 
 #include "../backend_factories.h"
 #include "../dropout_key.h"
+#include "bf16_gemm.h"
 #include "cuda/ops.h"
 #include "cuda/optim.h"
 #include "cuda/rows.h"
@@ -45,12 +45,7 @@ using ir::OpKind;
 struct CublasDeleter {
   void operator()(cublasContext* h) const { cuda::cublas_api().destroy(h); }
 };
-// A device allocation of fixed size.
-std::unique_ptr<void, cuda::DeviceDeleter> device_alloc(size_t bytes) {
-  void* p = nullptr;
-  SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes));
-  return std::unique_ptr<void, cuda::DeviceDeleter>(p);
-}
+using cuda::device_alloc;
 
 // Ops with a kernel of their own in kernels/cuda/ops.cu (the fusible ones
 // run as one-step fused groups, MatMul through cuBLAS).
@@ -96,6 +91,7 @@ class CudaBackend final : public Backend {
     cudaDeviceProp prop{};
     SYLVA_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
     arch_ = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
+    major_ = prop.major;
     max_shared_ = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
     reserve_lanes(2);
     flags_device_ = device_alloc(kFlags * sizeof(cuda::DeviceFlag));
@@ -158,6 +154,8 @@ class CudaBackend final : public Backend {
                                      stream()));
     done();
   }
+  void convert(MatView src, MatView dst) override { cuda::convert_bf16(src, dst, stream()), done(); }
+  std::string precision_unsupported(Precision p) const override { return cuda::bf16_unsupported(p, major_, arch_); }
   void accumulate(MatView src, MatView dst) override {
     SYLVA_CHECK(src.numel() == dst.numel(), "[cuda] accumulate: ", src.numel(), " elements into ", dst.numel());
     SYLVA_CUDA_CHECK(static_cast<cudaError_t>(
@@ -455,6 +453,8 @@ class CudaBackend final : public Backend {
       if (!a.accumulate) fill_zero(a.out);
       return;
     }
+    if (cuda::bf16_gemm(a)) return cuda::run_bf16_gemm(cublas(), a, lanes_[static_cast<size_t>(cur_)].bf16, stream()),
+                                   done();
     // Row-major C = op(A) op(B) is column-major Cᵀ = op(B)ᵀ op(A)ᵀ.
     const cublasOperation_t ob = tb ? CUBLAS_OP_T : CUBLAS_OP_N, oa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (a.out.dtype == DType::f64) {
@@ -561,12 +561,14 @@ class CudaBackend final : public Backend {
   int index_;
   std::string arch_;
   int64_t max_shared_ = 48 * 1024;  // dynamic shared memory a block may opt in to
+  int major_ = 0;                    // compute capability
   cuda::NvrtcCache cache_;
   struct Lane {
     std::unique_ptr<CUstream_st, cuda::StreamDeleter> stream;
     std::unique_ptr<cublasContext, CublasDeleter> cublas;
     std::unique_ptr<void, cuda::DeviceDeleter> scalars_buffer;
     Scalars* scalars = nullptr;
+    cuda::Bf16Operands bf16;  // bf16 GEMMs' rounded operands
   };
   std::vector<Lane> lanes_;
   int cur_ = 0;

@@ -8,6 +8,12 @@
 
 namespace sylva::cuda {
 
+std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes) {
+  void* p = nullptr;
+  SYLVA_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return std::unique_ptr<void, DeviceDeleter>(p);
+}
+
 void use_device(int index) {
   thread_local int current = -1;
   if (current == index) return;

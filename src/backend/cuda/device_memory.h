@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct EventDeleter {
 struct PinnedDeleter {
   void operator()(void* p) const { cudaFreeHost(p); }
 };
+
+/// A device allocation of fixed size (cudaMalloc; sylva::Error when it fails).
+std::unique_ptr<void, DeviceDeleter> device_alloc(size_t bytes);
 
 /// Makes `index` the calling thread's current device, once per thread:
 /// CUDA's current device is per thread, and work issued from another thread

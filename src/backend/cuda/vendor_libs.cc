@@ -43,6 +43,7 @@ CublasApi load_cublas() {
   lib.resolve(api.set_stream, "cublasSetStream_v2");
   lib.resolve(api.sgemm, "cublasSgemm_v2");
   lib.resolve(api.dgemm, "cublasDgemm_v2");
+  lib.resolve(api.gemm_ex, "cublasGemmEx");
   lib.resolve(api.status_string, "cublasGetStatusString");
   return api;
 }

@@ -21,6 +21,10 @@ struct CublasApi {
   decltype(&::cublasSetStream_v2) set_stream;
   decltype(&::cublasSgemm_v2) sgemm;
   decltype(&::cublasDgemm_v2) dgemm;
+  // cublasGemmEx (C++ overloads it, so its C signature is spelled out): bf16 operands, float32 sums.
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   decltype(&::cublasGetStatusString) status_string;
 };
 

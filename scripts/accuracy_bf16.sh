@@ -10,8 +10,52 @@
 #   bash scripts/accuracy_bf16.sh [out.csv]    (default docs/benchmark-results/accuracy/sst-tree-lstm-bf16.csv)
 #
 # Environment: SYLVA_BUILD (build/release), SEEDS ("1 2 3"), CORE (1), EPOCHS (10).
+#
+# TASK=ptb instead trains the PTB Var-LSTM (examples/03_var_lstm defaults:
+# 2 x 200, SGD lr 1 halved after epoch 4, clip 5, batch 20, 13 epochs) once
+# per precision (seed 1), fp32 on core CORE and bf16 on core CORE2 (0) at
+# the same time (PTB_ARGS: extra flags, e.g. "--epochs 1 --max-batches 5"
+# for a try), and writes valid and test perplexity (default
+# docs/benchmark-results/accuracy/ptb-lm-bf16.csv; about an hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ ${TASK:-sst} == ptb ]]; then
+  out=${1:-docs/benchmark-results/accuracy/ptb-lm-bf16.csv}
+  lm=${SYLVA_BUILD:-build/release}/examples/03_var_lstm/var_lstm
+  [[ -x $lm ]] || { echo "accuracy_bf16: no $lm (build var_lstm, or set SYLVA_BUILD)" >&2; exit 1; }
+  mkdir -p "$(dirname "$out")"
+  {
+    echo "# accuracy_bf16 (ptb) $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
+    echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+  } > "$(dirname "$out")/machine-ptb-bf16.txt"
+  logs=()
+  for precision in fp32 bf16; do
+    core=${CORE:-1}
+    [[ $precision == bf16 ]] && core=${CORE2:-0}
+    log=$(mktemp)
+    logs+=("$precision:$log")
+    (
+      start=$(date +%s)
+      taskset -c "$core" "$lm" --threads 1 --seed 1 --precision "$precision" ${PTB_ARGS:-} > "$log" 2>&1
+      echo "wall $(( $(date +%s) - start ))" >> "$log"
+    ) &
+  done
+  wait
+  echo "system,model,precision,seed,valid_ppl,test_ppl,epochs,wall_s" > "$out"
+  for entry in "${logs[@]}"; do
+    precision=${entry%%:*}
+    log=${entry#*:}
+    # "var_lstm: test perplexity T after E epochs | valid V | ..."
+    line=$(grep -m1 '^var_lstm: test perplexity' "$log") || { cat "$log" >&2; exit 1; }
+    read -r test epochs valid < <(sed -E 's/^var_lstm: test perplexity ([0-9.]+) after ([0-9]+) epochs \| valid ([0-9.]+) .*/\1 \2 \3/' <<< "$line")
+    wall=$(awk '/^wall /{print $2}' "$log")
+    echo "Sylva,Var-LSTM (one chain per sentence; no state carried),$precision,1,$valid,$test,$epochs,$wall" >> "$out"
+    rm -f "$log"
+  done
+  echo "accuracy_bf16: $out"
+  exit 0
+fi
 out=${1:-docs/benchmark-results/accuracy/sst-tree-lstm-bf16.csv}
 bin=${SYLVA_BUILD:-build/release}/examples/02_tree_lstm/tree_lstm
 [[ -x $bin ]] || { echo "accuracy_bf16: no $bin (build tree_lstm, or set SYLVA_BUILD)" >&2; exit 1; }

@@ -35,7 +35,6 @@ struct Executor::Impl {
     sync();
   }
 
-
   // Compiles the nodes added to the program since the last call, so symbols
   // defined after the executor was created (metrics, extra outputs) work.
   void sync() {

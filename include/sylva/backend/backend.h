@@ -30,7 +30,7 @@ struct ExecContext {
   /// larger batch's ids, so data-parallel ranks draw what one process
   /// would); nullptr: the vertex id itself.
   const int32_t* vertex_key = nullptr;
-  /// The precision GEMMs (ops with OpFlag::gemm) compute in: bf16 rounds
+  /// The precision GEMMs (ops of OpCategory::gemm) compute in: bf16 rounds
   /// float32 operands to bfloat16 and accumulates in float32. An operand
   /// already in bfloat16 (a parameter's copy) is read as it is.
   Precision gemm = Precision::fp32;

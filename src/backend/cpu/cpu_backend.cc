@@ -107,9 +107,12 @@ class CpuBackend final : public Backend {
   void convert(MatView src, MatView dst) override {
     SYLVA_CHECK(src.rows == dst.rows && src.cols == dst.cols, "[cpu] convert [", src.rows, ", ", src.cols, "] into [",
                 dst.rows, ", ", dst.cols, "]");
-    if (src.dtype == DType::f32 && dst.dtype == DType::bf16) to_bf16(src.as<const float>(), dst.as<uint16_t>(), src.numel());
-    else if (src.dtype == DType::bf16 && dst.dtype == DType::f32) from_bf16(src.as<const uint16_t>(), dst.as<float>(), src.numel());
-    else Backend::convert(src, dst);
+    if (src.dtype == DType::f32 && dst.dtype == DType::bf16)
+      to_bf16(src.as<const float>(), dst.as<uint16_t>(), src.numel());
+    else if (src.dtype == DType::bf16 && dst.dtype == DType::f32)
+      from_bf16(src.as<const uint16_t>(), dst.as<float>(), src.numel());
+    else
+      Backend::convert(src, dst);
   }
 
   std::string precision_unsupported(Precision p) const override { return cpu::precision_unsupported(p); }

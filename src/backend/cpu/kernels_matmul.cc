@@ -25,11 +25,12 @@ namespace {
 // C = op(A)·op(B) (+ C) with bfloat16 operands, float32 accumulation and a
 // float32 C. One oneDNN matmul primitive per thread and (K, N, transposes,
 // accumulate), with the row count M left to run time: oneDNN then runs
-// its JIT bf16 GEMM ("gemm:jit"), which on one Zen 5 core reached 340-490
-// GFLOP/s at the Tree-LSTM's shapes, against 370-480 for a primitive built
-// for the exact M (brgemm), whose creation costs about 250 us for every
-// new M -- and a batch of trees has a new M at almost every level
-// (docs/notes/design-bf16.md, "The GEMM kernel").
+// its JIT bf16 GEMM ("gemm:jit"), which on one Zen 5 core reached 342-494
+// GFLOP/s at the Tree-LSTM's shapes, against 368-484 for a primitive built
+// for the exact M (brgemm), whose creation costs about 250 us for a new M
+// -- and a batch of trees has a new M at almost every level; kept exact-M
+// primitives lost in whole steps (docs/notes/design-bf16.md, "What was
+// built").
 //
 // A single row (m = 1) runs as two equal rows: oneDNN computes one row by
 // a GEMV whose sums are ordered otherwise, and a vertex's value must not
@@ -80,7 +81,8 @@ class Bf16Gemm {
         ops.append_sum(1.0f);
         attr.set_post_ops(ops);
       }
-      it = prims_.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_))).first;
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, engine_);
+      it = prims_.emplace(key, dnnl::matmul(pd)).first;
     }
     const memory A({{m, k}, memory::data_type::bf16, ta ? Tag::ba : Tag::ab}, engine_, const_cast<uint16_t*>(a));
     const memory B({{k, n}, memory::data_type::bf16, tb ? Tag::ba : Tag::ab}, engine_, const_cast<uint16_t*>(b));
@@ -209,9 +211,9 @@ struct MatMul {
 
 std::string precision_unsupported(Precision p) {
   if (p == Precision::fp32) return "";
-  // oneDNN 2.6 emulates bf16 on AVX-512 CPUs without AVX512_BF16, but
-  // there that ran slower than its float32 GEMMs (docs/notes/design-bf16.md),
-  // so bf16 is refused rather than run slower than fp32.
+  // oneDNN 2.6 emulates bf16 on AVX-512 CPUs without AVX512_BF16, but at
+  // about 0.35x of its float32 GEMMs' rate (docs/notes/design-bf16.md,
+  // "Emulation"), so bf16 is refused there rather than run slower than fp32.
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   constexpr auto bf16_isa = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
   if ((isa & bf16_isa) == bf16_isa) return "";

@@ -25,7 +25,7 @@ if [[ ${TASK:-sst} == ptb ]]; then
   [[ -x $lm ]] || { echo "accuracy_bf16: no $lm (build var_lstm, or set SYLVA_BUILD)" >&2; exit 1; }
   mkdir -p "$(dirname "$out")"
   {
-    echo "# accuracy_bf16 (ptb) $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "# accuracy_bf16-ptb $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
     echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
   } > "$(dirname "$out")/machine-ptb-bf16.txt"

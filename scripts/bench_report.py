@@ -686,8 +686,25 @@ def table_bf16_accuracy():
                      "L2 1e-4, dropout 0.5, 10 epochs, model chosen on dev root accuracy), seeds 1–3, one thread")]
 
 
+def table_bf16_ptb():
+    """PTB Var-LSTM perplexity, bf16 against float32 trained side by side (goal: test within 1%)."""
+    rows = {r["precision"]: r for r in read_rows("accuracy/ptb-lm-bf16.csv")}
+    if set(rows) != {"fp32", "bf16"}:
+        raise ReportError("accuracy/ptb-lm-bf16.csv: needs one fp32 and one bf16 row, has %s" % sorted(rows))
+    out = [[p, rows[p]["valid_ppl"], rows[p]["test_ppl"], rows[p]["epochs"], "%dm%02ds" % divmod(int(rows[p]["wall_s"]), 60)]
+           for p in ("fp32", "bf16")]
+    d = float(rows["bf16"]["test_ppl"]) / float(rows["fp32"]["test_ppl"]) - 1
+    out.append(["bf16 / fp32 − 1", "", "%+.2f%% (%s)" % (100 * d, "met" if abs(d) <= 0.01 else "**not met**"),
+                "goal: test within 1%", ""])
+    return md(["precision", "valid ppl (last epoch)", "test ppl", "epochs", "wall time (both at once)"], out) + [
+        "", measured(["accuracy/machine-ptb-bf16.txt"], "TASK=ptb bash scripts/accuracy_bf16.sh",
+                     "; examples/03_var_lstm's defaults (2 × 200, SGD lr 1 halved each epoch after epoch 4, clip 5, "
+                     "batch 20, 13 epochs, seed 1), the two precisions at once on the two cores")]
+
+
 TABLES = {
     "bf16": (table_bf16, [BF16]),
+    "bf16-ptb": (table_bf16_ptb, ["accuracy"]),
     "readme-bf16": (table_readme_bf16, [BF16]),
     "bf16-accuracy": (table_bf16_accuracy, ["accuracy"]),
     "dynet-goals": (table_dynet_goals, DYNET_TREE_LSTM + DYNET_LM + DYNET_TREE_FC + [DYNET_MEMORY]),

@@ -19,16 +19,22 @@
 # docs/benchmark-results/accuracy/ptb-lm-bf16.csv; about an hour).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# machine_file TOOL PATH: when, on what and at which commit (bench_report.py reads it).
+machine_file() {
+  mkdir -p "$(dirname "$2")"
+  {
+    echo "# $1 $(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
+    echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+  } > "$2"
+}
+
 if [[ ${TASK:-sst} == ptb ]]; then
   out=${1:-docs/benchmark-results/accuracy/ptb-lm-bf16.csv}
   lm=${SYLVA_BUILD:-build/release}/examples/03_var_lstm/var_lstm
   [[ -x $lm ]] || { echo "accuracy_bf16: no $lm (build var_lstm, or set SYLVA_BUILD)" >&2; exit 1; }
-  mkdir -p "$(dirname "$out")"
-  {
-    echo "# accuracy_bf16-ptb $(date -u +%Y-%m-%dT%H:%MZ)"
-    echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
-    echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
-  } > "$(dirname "$out")/machine-ptb-bf16.txt"
+  machine_file accuracy_bf16-ptb "$(dirname "$out")/machine-ptb-bf16.txt"
   logs=()
   for precision in fp32 bf16; do
     core=${CORE:-1}
@@ -59,12 +65,7 @@ fi
 out=${1:-docs/benchmark-results/accuracy/sst-tree-lstm-bf16.csv}
 bin=${SYLVA_BUILD:-build/release}/examples/02_tree_lstm/tree_lstm
 [[ -x $bin ]] || { echo "accuracy_bf16: no $bin (build tree_lstm, or set SYLVA_BUILD)" >&2; exit 1; }
-mkdir -p "$(dirname "$out")"
-{
-  echo "# accuracy_bf16 $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
-  echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
-} > "$(dirname "$out")/machine-sst-bf16.txt"
+machine_file accuracy_bf16 "$(dirname "$out")/machine-sst-bf16.txt"
 echo "system,cell,optimizer,precision,seed,test_fine_correct,test_fine_total,test_binary_correct,test_binary_total,epochs,best_dev_epoch,wall_s" > "$out"
 for seed in ${SEEDS:-1 2 3}; do
   for precision in fp32 bf16; do

@@ -126,8 +126,9 @@ else
 fi
 
 # 3. tsan: ThreadSanitizer on the tests that run Sylva's own threads: the
-#    device streams (stream_test; the invariance suite and the op harness on
-#    the simulated device, whose two lanes run out of step), the lanes of
+#    device streams (stream_test; the invariance suite, the op harness and
+#    the bf16 precision suite on the simulated device, whose two lanes run
+#    out of step), the lanes of
 #    the CNN runner (IOS's concurrent stages), the hybrid CoSA search, and
 #    the invariance suite's every policy with streaming. Only these tests and
 #    the library are built (-O1 -g1, as the ASan stage), which keeps the
@@ -140,9 +141,10 @@ fi
 #    SYLVA_SKIP_TSAN=1 skips this stage.
 tsan_runs=("test_runtime_stream_test" "test_sched_cosa_search_test" "test_graph_cnn_streams_test"
            "test_runtime_invariance_test" "test_runtime_invariance_test SYLVA_TEST_DEVICE=sim-late-main"
-           "test_ir_op_harness_test SYLVA_TEST_DEVICE=sim-late-main")
+           "test_ir_op_harness_test SYLVA_TEST_DEVICE=sim-late-main"
+           "test_runtime_precision_test SYLVA_TEST_DEVICE=sim-late-main")
 tsan_targets=(tsan_canary test_runtime_stream_test test_sched_cosa_search_test test_graph_cnn_streams_test
-              test_runtime_invariance_test test_ir_op_harness_test)
+              test_runtime_invariance_test test_ir_op_harness_test test_runtime_precision_test)
 if [[ ${SYLVA_SKIP_TSAN:-0} != 0 ]]; then
   summary+=("tsan: skipped (SYLVA_SKIP_TSAN=1)")
 elif [[ $release_rc -eq 2 ]]; then

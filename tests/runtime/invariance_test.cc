@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "support/cell_model.h"
 #include "support/test_device.h"
 #include "support/test_util.h"
 #include "sylva/frontend/program.h"
@@ -17,49 +18,9 @@
 namespace sylva {
 namespace {
 
-constexpr int kVocab = 17, kClasses = 3, kD = 5, kH = 4;
-
-struct Model {
-  ParameterSet ps;
-  Program p;
-  Symbol loss, hs;
-
-  // slots > 0: an LSTM-like cell reading `slots` children by slot; slots == 0:
-  // the same cell over gather_reduce (any arity, for DAGs).
-  Model(int slots, double dropout_p, DType dtype = DType::f64) : ps(dtype, 11), p(dtype) {
-    ps.add("E", {kVocab, kD}, Init::uniform(-1, 1));
-    ps.add("W", {kD, 4 * kH}, Init::uniform(-0.5, 0.5));
-    ps.add("U", {std::max(slots, 1) * kH, 4 * kH}, Init::uniform(-0.5, 0.5));
-    ps.add("b", {4 * kH}, Init::uniform(-0.5, 0.5));
-    ps.add("Wo", {kH, kClasses}, Init::uniform(-1, 1));
-    VertexFunction f("cell", 2 * kH, dtype);
-    Symbol x = f.pull(kD);
-    std::vector<Symbol> hs_in, cs_in;
-    if (slots > 0) {
-      for (int s = 0; s < slots; ++s) {
-        auto [h, c] = split<2>(f.gather(s));
-        hs_in.push_back(h);
-        cs_in.push_back(c);
-      }
-    } else {
-      auto [h, c] = split<2>(f.gather_reduce());
-      hs_in.push_back(h);
-      cs_in.push_back(c);
-    }
-    Symbol g = matmul(x, f.param(ps["W"])) + matmul(concat(hs_in), f.param(ps["U"])) + f.param(ps["b"]);
-    auto [i, fg, o, u] = split<4>(g);
-    Symbol csum = cs_in[0];
-    for (size_t k = 1; k < cs_in.size(); ++k) csum = csum + cs_in[k];
-    Symbol c = sigmoid(i) * tanh(u) + sigmoid(fg) * csum;
-    Symbol h = dropout(sigmoid(o) * tanh(c), dropout_p);
-    f.scatter(concat({h, c}));
-    f.push(h);
-    Symbol words = p.input_ids("x");
-    hs = p.apply(f, lookup(p.param(ps["E"]), words));
-    Symbol logits = matmul(hs, p.param(ps["Wo"]));
-    loss = softmax_cross_entropy(logits, p.input_ids("labels")) + scale(sum(hs * hs), 0.1);
-  }
-};
+// The LSTM-like cell over slots or gather_reduce (support/cell_model.h).
+using Model = test::CellModel;
+constexpr int kVocab = Model::kVocab, kClasses = Model::kClasses;
 
 struct Result {
   double loss;
@@ -115,54 +76,6 @@ TEST(Invariance, RandomTreesBfsEqualsSerial) {
     batched += ex.schedule().tasks.size() < static_cast<size_t>(b.num_vertices());
   }
   EXPECT_GT(batched, 50);  // BFS really grouped vertices in almost every batch
-}
-
-// bf16 GEMMs (ExecutorOptions::precision): batching changes no vertex's
-// value. A row of F's output is computed from that vertex's inputs alone,
-// so Bfs and Serial give every vertex the same bits, with dropout on (on
-// the CPU and the sim device; on CUDA to rounding); the
-// loss and the gradients sum over vertices in each policy's order, so they
-// agree to float32's rounding of those sums. Every optimisation is on.
-TEST(Invariance, Bf16BfsAndSerialGiveEveryVertexTheSameBits) {
-  if (const std::string why = test::precision_unsupported(Precision::bf16); !why.empty())
-    GTEST_SKIP() << "no bf16 GEMMs here: " << why;
-  std::mt19937_64 rng(77);
-  for (int slots : {3, 0}) {
-    Model m(slots, 0.25, DType::f32);
-    for (int trial = 0; trial < 12; ++trial) {
-      std::vector<InputGraph> graphs;
-      const int n = 1 + static_cast<int>(rng() % 8);
-      for (int s = 0; s < n; ++s) {
-        const std::string src = "bf16 " + std::to_string(trial) + "." + std::to_string(s);
-        graphs.push_back(slots ? test::random_tree(rng, 1 + static_cast<int>(rng() % 30), 3, true, src)
-                               : test::random_dag(rng, 1 + static_cast<int>(rng() % 25), 4, src));
-        test::attach_random_ids(rng, graphs.back(), kVocab, kClasses);
-      }
-      const GraphBatch b = GraphBatch::of(graphs);
-      Tensor hs[2];
-      Result r[2];
-      for (int k = 0; k < 2; ++k) {
-        ExecutorOptions o{.policy = k ? BatchingPolicy::Serial : BatchingPolicy::Bfs, .seed = 5,
-                          .precision = Precision::bf16};
-        Executor ex(m.p, m.ps, test::on_test_device(o));
-        ex.forward(b, Mode::train);
-        hs[k] = ex.value(m.hs);
-        r[k].loss = ex.scalar(m.loss);
-        m.ps.zero_grad();
-        ex.backward(m.loss);
-        for (Parameter* prm : m.ps.all()) r[k].grads.push_back(prm->grad.clone());
-      }
-      const std::string what = (slots ? "tree trial " : "dag trial ") + std::to_string(trial);
-      ASSERT_EQ(hs[0].nbytes(), hs[1].nbytes()) << what;
-      if (test::test_device() == "cuda")  // cuBLAS may order a row's sums by the GEMM's shape: rounding apart
-        EXPECT_LE(test::relative_error(hs[0], hs[1]), 1e-5) << what;
-      else
-        EXPECT_EQ(std::memcmp(hs[0].raw(), hs[1].raw(), hs[0].nbytes()), 0) << what << ": a vertex's value depends on the batching";
-      EXPECT_LE(std::abs(r[0].loss - r[1].loss), 1e-5 * std::max(1.0, std::abs(r[1].loss))) << what;
-      for (size_t k = 0; k < r[0].grads.size(); ++k)
-        EXPECT_LE(test::relative_error(r[0].grads[k], r[1].grads[k]), 1e-4) << what << " param " << m.ps.all()[k]->name;
-    }
-  }
 }
 
 TEST(Invariance, RandomDagsBfsEqualsSerial) {

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 
+#include "support/cell_model.h"
 #include "support/test_device.h"
 #include "support/test_util.h"
 #include "sylva/sylva.h"
@@ -195,6 +196,54 @@ TEST_F(Bf16, GradientsLandInTheFloat32Masters) {
     EXPECT_EQ(got[k].dtype(), DType::f32);
     EXPECT_LE(test::relative_error(got[k], want[k]), 5e-2) << m.ps.all()[k]->name;
     EXPECT_GT(test::relative_error(got[k], want[k]), 0.0) << m.ps.all()[k]->name;
+  }
+}
+
+// bf16 GEMMs (ExecutorOptions::precision): batching changes no vertex's
+// value. A row of F's output is computed from that vertex's inputs alone,
+// so Bfs and Serial give every vertex the same bits, with dropout on (on
+// the CPU and the sim device; on CUDA to rounding); the
+// loss and the gradients sum over vertices in each policy's order, so they
+// agree to float32's rounding of those sums. Every optimisation is on.
+TEST_F(Bf16, BfsAndSerialGiveEveryVertexTheSameBits) {
+  using Cell = test::CellModel;
+  std::mt19937_64 rng(77);
+  for (int slots : {3, 0}) {
+    Cell m(slots, 0.25, DType::f32);
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<InputGraph> graphs;
+      const int n = 1 + static_cast<int>(rng() % 8);
+      for (int s = 0; s < n; ++s) {
+        const std::string src = "bf16 " + std::to_string(trial) + "." + std::to_string(s);
+        graphs.push_back(slots ? test::random_tree(rng, 1 + static_cast<int>(rng() % 30), 3, true, src)
+                               : test::random_dag(rng, 1 + static_cast<int>(rng() % 25), 4, src));
+        test::attach_random_ids(rng, graphs.back(), Cell::kVocab, Cell::kClasses);
+      }
+      const GraphBatch b = GraphBatch::of(graphs);
+      Tensor hs[2];
+      double loss[2];
+      std::vector<Tensor> grads[2];
+      for (int k = 0; k < 2; ++k) {
+        ExecutorOptions o{.policy = k ? BatchingPolicy::Serial : BatchingPolicy::Bfs, .seed = 5,
+                          .precision = Precision::bf16};
+        Executor ex(m.p, m.ps, test::on_test_device(o));
+        ex.forward(b, Mode::train);
+        hs[k] = ex.value(m.hs);
+        loss[k] = ex.scalar(m.loss);
+        m.ps.zero_grad();
+        ex.backward(m.loss);
+        for (Parameter* prm : m.ps.all()) grads[k].push_back(prm->grad.clone());
+      }
+      const std::string what = (slots ? "tree trial " : "dag trial ") + std::to_string(trial);
+      ASSERT_EQ(hs[0].nbytes(), hs[1].nbytes()) << what;
+      if (test::test_device() == "cuda")  // cuBLAS may order a row's sums by the GEMM's shape: rounding apart
+        EXPECT_LE(test::relative_error(hs[0], hs[1]), 1e-5) << what;
+      else
+        EXPECT_EQ(std::memcmp(hs[0].raw(), hs[1].raw(), hs[0].nbytes()), 0) << what << ": a vertex's value depends on the batching";
+      EXPECT_LE(std::abs(loss[0] - loss[1]), 1e-5 * std::max(1.0, std::abs(loss[1]))) << what;
+      for (size_t k = 0; k < grads[0].size(); ++k)
+        EXPECT_LE(test::relative_error(grads[0][k], grads[1][k]), 1e-4) << what << " param " << m.ps.all()[k]->name;
+    }
   }
 }
 

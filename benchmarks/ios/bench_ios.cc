@@ -103,68 +103,134 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// What profiling runs with besides the graph.
+struct ProfileSetup {
+  int part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds;
+  cnn::Impl impl;
+  std::string device, kernels, stage_cache;
+};
+
+// One row of the profile table: a variant's plans (one per block part).
+struct Searched {
+  std::string name;
+  Config config;
+  std::vector<StagePlan> plans;  // per part
+  int64_t profiled = 0, states = 0;
+  double predicted = 0;  // the plans' cost: the sum of their stages' profiled latencies
+  double search_s = 0;
+  std::vector<double> ms;
+};
+
+// Where the parts' chosen plans came from, for the summary line.
+std::string choice_summary(const std::map<std::string, int>& picked, int parts, double seconds) {
+  std::string s;
+  for (const auto& [from, n] : picked) s += (s.empty() ? "" : ", ") + from + " " + std::to_string(n);
+  return std::to_string(parts) + " parts: " + s + "; " + std::to_string(seconds).substr(0, 5) + " s choosing";
+}
+
 // Profiling mode: stage latencies measured on the device (the CPU through
-// oneDNN, or the GPU through cuDNN), and each variant's plans run end to
-// end (median of `repeats`).
-void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>>& given, int part_size, int batch,
-                   int cores, int repeats, int profile_repeats, const std::vector<Config>& configs, cnn::Impl impl) {
-  cnn::CnnRunner runner(g, batch, 1, impl);
+// oneDNN, or the GPU through cuDNN), every variant searched with them, and
+// IOS-Both's final choice measured: per part, the DP's best `candidates`
+// plans and the other variants' plans run end to end in turns, the fastest
+// kept (ios-both-dp is the DP's best alone). Then each variant's plans end
+// to end (median of `repeats`).
+void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>>& given,
+                   const std::vector<Config>& configs, const ProfileSetup& o) {
+  cnn::CnnRunner runner(g, o.batch, 1, o.impl);
   runner.run_all();  // every operator's inputs exist from here on
   runner.synchronize();
-  struct Planned {
-    const CnnBlock* block;
-    BlockPart part;
-    StagePlan plan;
-  };
-  struct Searched {
-    std::vector<Planned> plans;
-    int64_t profiled = 0, states = 0, merged = 0, concurrent = 0;
-    double predicted = 0;  // the plans' cost: the sum of their stages' profiled latencies
-    double search_s = 0;
-    std::vector<double> ms;
-  };
+  cnn::StageCosts costs(g.name + " batch " + std::to_string(o.batch) + " cores " + std::to_string(o.cores) +
+                            " device " + o.device + " (" + runner.backend().name() + ") kernels " + o.kernels,
+                        o.stage_cache);
+  std::vector<const CnnBlock*> blocks;
+  std::vector<BlockPart> parts;
+  for (const CnnBlock& b : g.blocks)
+    for (BlockPart& part : given.empty() ? block_parts(b, o.part_size) : block_parts(b, given)) {
+      blocks.push_back(&b);
+      parts.push_back(std::move(part));
+    }
   std::vector<Searched> found;
+  std::string choices;
   for (const Config& c : configs) {
-    Searched f;
+    Searched f, chosen;
+    f.name = variant_name(c.variant);
+    chosen.name = "ios-both";
+    f.config = chosen.config = c;
     const auto t0 = std::chrono::steady_clock::now();
-    for (const CnnBlock& b : g.blocks)
-      for (BlockPart& part : given.empty() ? block_parts(b, part_size) : block_parts(b, given)) {
-        cnn::ProfilingCost cost(runner, b, part, cores, profile_repeats);
-        StagePlan p = schedule(part.dag, cost, {c.variant, c.r, c.s});
-        f.profiled += cost.profiled();
-        f.states += p.states;
-        f.predicted += p.cost;
-        for (const Stage& st : p.stages) {
-          f.merged += st.kind == Stage::Kind::merged;
-          f.concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
+    std::map<std::string, int> picked;
+    double choosing = 0;
+    for (size_t p = 0; p < parts.size(); ++p) {
+      cnn::ProfilingCost cost(runner, *blocks[p], parts[p], o.cores, o.profile_repeats, &costs);
+      const int k = c.variant == Variant::both ? o.candidates : 1;
+      std::vector<StagePlan> best = schedule_best(parts[p].dag, cost, {c.variant, c.r, c.s}, k);
+      f.profiled += cost.profiled();
+      f.states += best.front().states;
+      f.predicted += best.front().cost;
+      f.plans.push_back(best.front());
+      if (c.variant != Variant::both) continue;
+      // The measured final choice: the DP's runners-up and every variant
+      // searched before this one (sequential, greedy, and this r,s's merge
+      // and parallel) compete end to end.
+      std::vector<std::string> from;
+      for (size_t i = 0; i < best.size(); ++i) from.push_back("dp-" + std::to_string(i + 1));
+      for (const Searched& other : found)
+        if (other.name != "ios-both" && (other.config.variant == Variant::sequential ||
+                                         other.config.variant == Variant::greedy ||
+                                         (other.config.r == c.r && other.config.s == c.s))) {
+          best.push_back(other.plans[p]);
+          from.push_back(other.name);
         }
-        f.plans.push_back({&b, std::move(part), std::move(p)});
-      }
+      const cnn::PlanChoice pick = cnn::choose_plan(runner, *blocks[p], parts[p], best, o.cores, o.choice_rounds);
+      ++picked[from[pick.contest.best]];
+      choosing += pick.contest.spent_s;
+      chosen.predicted += best[pick.contest.best].cost;
+      chosen.plans.push_back(std::move(best[pick.contest.best]));
+    }
     f.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    found.push_back(std::move(f));
+    if (c.variant == Variant::both) {
+      f.name = "ios-both-dp";
+      f.search_s -= choosing;
+      chosen.profiled = f.profiled;
+      chosen.states = f.states;
+      chosen.search_s = f.search_s + choosing;
+      choices += "# " + g.name + " ios-both " + std::to_string(c.r) + "," + std::to_string(c.s) + ", the choice: " +
+                 choice_summary(picked, static_cast<int>(parts.size()), choosing) + "\n";
+      found.push_back(std::move(f));
+      found.push_back(std::move(chosen));
+    } else {
+      found.push_back(std::move(f));
+    }
   }
+  costs.save();
   // End to end, the variants take turns (one run each per round, after a
   // warm-up round), so drifting load on a shared machine hits them alike.
-  for (int k = 0; k <= repeats; ++k)
+  for (int k = 0; k <= o.repeats; ++k)
     for (Searched& f : found) {
       const auto s0 = std::chrono::steady_clock::now();
-      for (const Planned& p : f.plans) cnn::run_plan(runner, *p.block, p.part, p.plan, cores);
+      for (size_t p = 0; p < parts.size(); ++p) cnn::run_plan(runner, *blocks[p], parts[p], f.plans[p], o.cores);
       runner.synchronize();
       if (k > 0) f.ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
     }
   double seq_ms = 0;
-  for (size_t i = 0; i < configs.size(); ++i) {
-    const Config& c = configs[i];
-    const Searched& f = found[i];
+  for (const Searched& f : found) {
+    int64_t merged = 0, concurrent = 0;
+    for (const StagePlan& p : f.plans)
+      for (const Stage& st : p.stages) {
+        merged += st.kind == Stage::Kind::merged;
+        concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
+      }
     const double ms = median(f.ms);
-    if (c.variant == Variant::sequential) seq_ms = ms;
+    if (f.config.variant == Variant::sequential) seq_ms = ms;
+    const Config& c = f.config;
     const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
-    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %7ld %7ld %10ld %10ld %10.1f\n", g.name.c_str(),
-                variant_name(c.variant), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
+    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %+7.1f%% %7ld %7ld %10ld %10ld %10.1f\n",
+                g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
                 *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
-                static_cast<long>(f.merged), static_cast<long>(f.concurrent), static_cast<long>(f.states),
-                static_cast<long>(f.profiled), f.search_s);
+                (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
+                static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
   }
+  std::printf("%s# %s: %ld stage costs (%ld read from the cache file)\n", choices.c_str(), g.name.c_str(),
+              static_cast<long>(costs.size()), static_cast<long>(costs.loaded()));
   if (const auto* k = dynamic_cast<const cnn::CosaCnnKernels*>(&runner.kernels())) {
     const std::vector<cnn::ConvDecision> d = k->decisions();
     const auto on_cosa = std::count_if(d.begin(), d.end(), [](const cnn::ConvDecision& x) { return x.cosa; });
@@ -183,7 +249,7 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
 int main(int argc, char** argv) {
   std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
   std::string data, schedule_out, dot_dir;
-  int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 1;
+  int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 3, candidates = 3, choice_rounds = 3;
   std::string cost_model = "analytical", device = "cpu", kernels = "onednn";
   std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
   CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};
@@ -214,6 +280,16 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "profile: end-to-end runs per variant (median, min-max)")->capture_default_str();
   app.add_option("--profile-repeats", profile_repeats, "profile: timed runs per stage during the search (after a warm-up)")
       ->capture_default_str();
+  app.add_option("--candidates", candidates,
+                 "profile: IOS-Both's measured final choice tries the DP's best this many plans per part, beside the "
+                 "other variants' plans")
+      ->capture_default_str();
+  app.add_option("--choice-rounds", choice_rounds, "profile: timed rounds of the final choice (median)")
+      ->capture_default_str();
+  std::string stage_cache;
+  app.add_option("--stage-cache", stage_cache,
+                 "profile: keep the measured stage costs in this file and reuse them when graph, batch, cores, "
+                 "device and kernels are the same (a second search is then instant)");
   app.add_option("--schedule-out", schedule_out, "write the first graph with its IOS-Both schedule (last r,s) here");
   app.add_option("--dot-dir", dot_dir, "write a DOT file of each block part's IOS-Both plan (last r,s) here");
   CLI11_PARSE(app, argc, argv);
@@ -247,10 +323,13 @@ int main(int argc, char** argv) {
                                                                             : "oneDNN, convolutions: " + kernels) +
                                                        ", float32)";
       std::printf("# bench_ios: profiling cost model, batch %d, %s; latency of the whole network in ms, median "
-                  "(min max) of %d runs, variants in turn; merged / concur: stages merged / of two or more groups\n",
+                  "(min max) of %d runs, variants in turn; pred err: predicted over measured, less 1; merged / "
+                  "concur: stages merged / of two or more groups; ios-both: the measured choice, ios-both-dp: "
+                  "the DP's best alone\n",
                   batch, where.c_str(), repeats);
-      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s", "latency",
-                  "min", "max", "vs seq", "predicted", "merged", "concur", "DP states", "profiled", "search s");
+      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %8s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s",
+                  "latency", "min", "max", "vs seq", "predicted", "pred err", "merged", "concur", "DP states",
+                  "profiled", "search s");
     } else {
       std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
                   "measurements\n",
@@ -271,7 +350,10 @@ int main(int argc, char** argv) {
         std::printf("# %s: the %zu parts of %s\n", g.name.c_str(), given.size(), parts_file.c_str());
       }
       if (profile) {
-        profile_graph(g, given, part_size, batch, cores, repeats, profile_repeats, configs, impl);
+        const std::string cache = stage_cache.empty() || graphs.size() == 1 ? stage_cache : stage_cache + "." + g.name;
+        profile_graph(g, given, configs,
+                      {part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds, impl, device,
+                       kernels, cache});
         continue;
       }
       double seq_cost = 0;

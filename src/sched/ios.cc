@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
+#include <cmath>
 #include <limits>
+#include <memory>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -43,34 +46,65 @@ std::vector<std::vector<int>> chains_of(const OpDag& dag) {
   return chains;
 }
 
+// One way to run a set of operators: its cost, its last stage, and the
+// rank of the way the rest runs before it.
+struct Entry {
+  double cost;
+  std::shared_ptr<const Stage> stage;
+  int rest;
+};
+
+// The DP over the sets of operators still to schedule, from the end: the
+// `keep` cheapest ways to run a set, each a last stage and which of the
+// rest's ways comes before it. With keep = 1 this is IOS's DP; more gives
+// the runner-up plans that the measured final choice (fastest()) tries.
 class Solver {
  public:
-  Solver(const OpDag& dag, StageCostModel& cost, const Options& o) : dag_(dag), cost_(cost), o_(o) {}
+  Solver(const OpDag& dag, StageCostModel& cost, const Options& o, int keep)
+      : dag_(dag), cost_(cost), o_(o), keep_(keep) {}
 
-  double solve(OpSet s) {
-    if (!s) return 0.0;
-    if (auto it = memo_.find(s); it != memo_.end()) return it->second.cost;
-    Entry best{std::numeric_limits<double>::infinity(), {}};
-    for (Stage& st : candidates(s)) {
-      const double c = stage_cost(st) + solve(s & ~st.ops());
-      if (c < best.cost) best = {c, std::move(st)};
+  const std::vector<Entry>& solve(OpSet s) {
+    if (auto it = memo_.find(s); it != memo_.end()) return it->second;
+    std::vector<Entry> best;
+    if (!s) {
+      best.push_back({0.0, {}, 0});
+      return memo_.emplace(s, std::move(best)).first->second;
     }
-    SYLVA_CHECK(!best.stage.groups.empty(), "[ios] no stage fits the pruning (r=", o_.r, ", s=", o_.s, ")");
-    return memo_.emplace(s, std::move(best)).first->second.cost;
+    for (Stage& st : candidates(s)) {
+      const double own = stage_cost(st);
+      const std::vector<Entry>& rest = solve(s & ~st.ops());
+      const auto stage = std::make_shared<const Stage>(std::move(st));
+      for (size_t j = 0; j < rest.size(); ++j) {
+        const double c = own + rest[j].cost;
+        if (static_cast<int>(best.size()) == keep_ && c >= best.back().cost) break;  // rest is sorted
+        const auto at = std::upper_bound(best.begin(), best.end(), c, [](double x, const Entry& e) { return x < e.cost; });
+        best.insert(at, {c, stage, static_cast<int>(j)});
+        if (static_cast<int>(best.size()) > keep_) best.pop_back();
+      }
+    }
+    SYLVA_CHECK(!best.empty(), "[ios] no stage fits the pruning (r=", o_.r, ", s=", o_.s, ")");
+    return memo_.emplace(s, std::move(best)).first->second;
   }
 
-  StagePlan plan(OpSet all) {
-    StagePlan p;
-    p.cost = solve(all);
-    for (OpSet s = all; s;) {
-      const Stage& st = memo_.at(s).stage;
-      p.stages.push_back(st);
-      s &= ~st.ops();
+  std::vector<StagePlan> plans(OpSet all) {
+    const std::vector<Entry> top = solve(all);
+    std::vector<StagePlan> out;
+    for (size_t k = 0; k < top.size(); ++k) {
+      StagePlan p;
+      p.cost = top[k].cost;
+      int rank = static_cast<int>(k);
+      for (OpSet s = all; s;) {
+        const Entry& e = memo_.at(s)[static_cast<size_t>(rank)];
+        p.stages.push_back(*e.stage);
+        s &= ~e.stage->ops();
+        rank = e.rest;
+      }
+      std::reverse(p.stages.begin(), p.stages.end());  // chosen from the end
+      p.states = static_cast<int64_t>(memo_.size()) - 1;  // the empty set is no state
+      p.stages_costed = costed_;
+      out.push_back(std::move(p));
     }
-    std::reverse(p.stages.begin(), p.stages.end());  // chosen from the end
-    p.states = static_cast<int64_t>(memo_.size());
-    p.stages_costed = costed_;
-    return p;
+    return out;
   }
 
   double stage_cost(const Stage& st) {
@@ -79,11 +113,6 @@ class Solver {
   }
 
  private:
-  struct Entry {
-    double cost;
-    Stage stage;
-  };
-
   std::vector<Stage> candidates(OpSet s) {
     std::vector<Stage> out;
     const bool parallel = o_.variant == Variant::parallel || o_.variant == Variant::both;
@@ -115,7 +144,8 @@ class Solver {
   const OpDag& dag_;
   StageCostModel& cost_;
   Options o_;
-  std::unordered_map<OpSet, Entry> memo_;
+  int keep_;
+  std::unordered_map<OpSet, std::vector<Entry>> memo_;
   int64_t costed_ = 0;
 };
 
@@ -228,9 +258,10 @@ std::vector<OpSet> components(const OpDag& dag, OpSet ops) {
   return out;
 }
 
-StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& options) {
+std::vector<StagePlan> schedule_best(const OpDag& dag, StageCostModel& cost, const Options& options, int k) {
   SYLVA_CHECK(options.r >= 0 && options.s >= 0, "[ios] pruning r and s must be >= 0 (0: no limit), got r=",
               options.r, " s=", options.s);
+  SYLVA_CHECK(k >= 1, "[ios] asked for ", k, " plans; at least 1");
   if (options.variant == Variant::greedy) {
     // Wavefront: each stage runs every ready operator, each in its own group.
     StagePlan p;
@@ -244,10 +275,41 @@ StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& option
       p.stages.push_back(std::move(st));
     }
     p.states = static_cast<int64_t>(p.stages.size());
-    return p;
+    return {std::move(p)};
   }
-  Solver solver(dag, cost, options);
-  return solver.plan(dag.all());
+  Solver solver(dag, cost, options, k);
+  return solver.plans(dag.all());
+}
+
+StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& options) {
+  return std::move(schedule_best(dag, cost, options, 1).front());
+}
+
+double Contest::median(size_t k) const {
+  std::vector<double> v = seconds.at(k);
+  SYLVA_CHECK(!v.empty(), "[ios] candidate ", k, " was never timed");
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+double Contest::min(size_t k) const { return *std::min_element(seconds.at(k).begin(), seconds.at(k).end()); }
+double Contest::max(size_t k) const { return *std::max_element(seconds.at(k).begin(), seconds.at(k).end()); }
+
+Contest fastest(size_t n, int rounds, const std::function<double(size_t)>& run) {
+  SYLVA_CHECK(n >= 1, "[ios] a contest needs at least one candidate");
+  SYLVA_CHECK(rounds >= 1, "[ios] a contest needs at least one timed round, got ", rounds);
+  const auto t0 = std::chrono::steady_clock::now();
+  Contest c;
+  c.seconds.assign(n, {});
+  for (int round = 0; round <= rounds; ++round)
+    for (size_t k = 0; k < n; ++k) {
+      const double s = run(k);
+      SYLVA_CHECK(std::isfinite(s) && s >= 0, "[ios] candidate ", k, " took ", s, " s");
+      if (round > 0) c.seconds[k].push_back(s);
+    }
+  for (size_t k = 1; k < n; ++k)
+    if (c.median(k) < c.median(c.best)) c.best = k;
+  c.spent_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return c;
 }
 
 bool valid_plan(const OpDag& dag, const StagePlan& plan, std::string* why) {

@@ -129,6 +129,94 @@ TEST(Ios, BothEqualsBruteForceWithAndWithoutPruning) {
   EXPECT_GT(differs_from_sequential, 100);  // the search really finds better plans
 }
 
+// Brute force for the k cheapest plans: every stage sequence's cost (the k
+// cheapest kept per remaining set, which keeps the k cheapest overall as
+// costs add up), stages found by enumerating submasks as Brute does.
+struct BruteBest {
+  const OpDag& dag;
+  RandomCost& cost;
+  size_t k;
+  std::map<OpSet, std::vector<double>> memo;
+  const std::vector<double>& costs(OpSet s) {
+    if (auto it = memo.find(s); it != memo.end()) return it->second;
+    std::vector<double> all;
+    if (!s) all.push_back(0);
+    OpSet sinks = 0;
+    for (int v = 0; v < dag.size(); ++v)
+      if ((s >> v & 1) && !(dag.succs(v) & s)) sinks |= OpSet{1} << v;
+    for (OpSet e = s; e; e = (e - 1) & s) {
+      bool closed = true;
+      for (int v = 0; v < dag.size(); ++v)
+        if ((e >> v & 1) && (dag.succs(v) & s & ~e)) closed = false;
+      if (!closed) continue;
+      std::vector<Stage> stages{{Stage::Kind::concurrent, components(dag, e)}};
+      if (std::popcount(e) >= 2 && (e & ~sinks) == 0 && cost.mergeable(dag, e))
+        stages.push_back({Stage::Kind::merged, {e}});
+      for (const Stage& st : stages) {
+        const double own = cost.latency(dag, st);
+        for (double rest : costs(s & ~e)) all.push_back(own + rest);
+      }
+    }
+    std::sort(all.begin(), all.end());
+    if (all.size() > k) all.resize(k);
+    return memo[s] = all;
+  }
+};
+
+TEST(Ios, BestPlansAreTheCheapestDistinctPlans) {
+  std::mt19937_64 rng(67);
+  for (int trial = 0; trial < 120; ++trial) {
+    const int n = 1 + static_cast<int>(rng() % 6);
+    const OpDag dag = random_dag(rng, n);
+    RandomCost cost(rng, n);
+    const int k = 1 + static_cast<int>(rng() % 5);
+    const std::vector<StagePlan> plans = schedule_best(dag, cost, {Variant::both, 0, 0}, k);
+    BruteBest brute{dag, cost, static_cast<size_t>(k), {}};
+    const std::vector<double>& expected = brute.costs(dag.all());
+    const std::string what = "trial " + std::to_string(trial) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+    ASSERT_EQ(plans.size(), expected.size()) << what;
+    EXPECT_NEAR(plans[0].cost, schedule(dag, cost, {Variant::both, 0, 0}).cost, 1e-12) << what;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      EXPECT_NEAR(plans[i].cost, expected[i], 1e-9 * expected[i]) << what << " plan " << i;
+      std::string why;
+      EXPECT_TRUE(valid_plan(dag, plans[i], &why)) << what << " plan " << i << ": " << why;
+      double sum = 0;
+      for (const Stage& st : plans[i].stages) sum += cost.latency(dag, st);
+      EXPECT_NEAR(sum, plans[i].cost, 1e-9 * sum) << what << " plan " << i;
+      for (size_t j = 0; j < i; ++j) {  // distinct stage sequences
+        bool same = plans[i].stages.size() == plans[j].stages.size();
+        for (size_t t = 0; same && t < plans[i].stages.size(); ++t)
+          same = plans[i].stages[t].kind == plans[j].stages[t].kind &&
+                 plans[i].stages[t].groups == plans[j].stages[t].groups;
+        EXPECT_FALSE(same) << what << " plans " << j << " and " << i;
+      }
+    }
+  }
+}
+
+// The measured final choice: candidates in turns after a warm-up round,
+// the lowest median wins (not the lowest single run).
+TEST(Ios, FastestRunsCandidatesInTurnsAndKeepsTheLowestMedian) {
+  // Candidate 1 has the best single run but the worse median.
+  const std::vector<std::vector<double>> times{{9, 3, 3, 3}, {9, 1, 5, 5}, {9, 4, 4, 4}};
+  std::vector<size_t> order;
+  std::vector<size_t> calls(3, 0);
+  const Contest c = fastest(3, 3, [&](size_t k) {
+    order.push_back(k);
+    return times[k][calls[k]++];
+  });
+  EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(c.best, 0u);
+  EXPECT_EQ(c.seconds[1], (std::vector<double>{1, 5, 5}));  // the warm-up run is not kept
+  EXPECT_EQ(c.median(1), 5);
+  EXPECT_EQ(c.min(1), 1);
+  EXPECT_EQ(c.max(2), 4);
+  EXPECT_GE(c.spent_s, 0);
+  EXPECT_CONTAINS(test::error_of([] { fastest(0, 1, [](size_t) { return 1.0; }); }), "at least one candidate");
+  EXPECT_CONTAINS(test::error_of([] { fastest(1, 0, [](size_t) { return 1.0; }); }), "timed round");
+  EXPECT_CONTAINS(test::error_of([] { fastest(2, 1, [](size_t k) { return k ? NAN : 1.0; }); }), "candidate 1 took");
+}
+
 // Endings from chain cuts are exactly the successor-closed subsets, also
 // where the descendants of two cuts overlap (the original IOS code rejected
 // those and missed endings).
@@ -187,6 +275,7 @@ TEST(Ios, BadGraphsAndOptionsAreErrors) {
   std::mt19937_64 rng(1);
   RandomCost cost(rng, 2);
   EXPECT_CONTAINS(test::error_of([&] { schedule(dag, cost, {Variant::both, -1, 0}); }), "r and s");
+  EXPECT_CONTAINS(test::error_of([&] { schedule_best(dag, cost, {}, 0); }), "at least 1");
   std::string why;
   EXPECT_FALSE(valid_plan(dag, {{{Stage::Kind::concurrent, {0b10}}, {Stage::Kind::concurrent, {0b01}}}}, &why));
   EXPECT_CONTAINS(why, "before one of its inputs");

@@ -124,27 +124,77 @@ void conv_reference(const ios::CnnNode& n, const std::vector<T>& x, int64_t N, i
 void run_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
               int cores);
 
+/// Measured stage latencies with their spread, keyed by the stage's
+/// operators (their names, so one cache serves every part, variant and
+/// search of a graph), optionally kept in a file across runs. The file
+/// holds one context (what the costs were measured for: graph, batch,
+/// cores, kernels, device); a file of another context is not read, and
+/// save() replaces it, atomically.
+class StageCosts {
+ public:
+  struct Cost {
+    double median = 0, min = 0, max = 0;  // seconds
+  };
+  /// Reads `file` when it exists and holds `context`; sylva::Error naming
+  /// the file and line when it is malformed.
+  explicit StageCosts(std::string context, std::string file = "");
+  const Cost* find(const std::string& key) const;
+  void put(const std::string& key, const Cost& c);
+  /// Writes every cost to the file (nothing without one).
+  void save() const;
+  int64_t size() const { return static_cast<int64_t>(costs_.size()); }
+  /// Costs read from the file at construction.
+  int64_t loaded() const { return loaded_; }
+  const std::string& context() const { return context_; }
+
+ private:
+  std::string context_, file_;
+  std::map<std::string, Cost> costs_;
+  int64_t loaded_ = 0;
+};
+
+/// The cache key of `stage` of `part`: its groups' operator names.
+std::string stage_key(const ios::CnnBlock& block, const ios::BlockPart& part, const ios::Stage& stage);
+
 /// IOS's profiling cost model: a stage's latency is measured by running it
-/// on the runner's device (one warm-up, then the median of `repeats`, each
-/// to completion), cached by its
-/// groups. The runner must already hold the part's inputs (run the graph
-/// once first). Convolutions are mergeable as ios::merge_convs says.
+/// the way run_plan runs it, on the runner's device (concurrent groups
+/// together, on their threads or lanes; one warm-up, then the median of
+/// `repeats`, each to completion), and kept in `costs` with its spread. The
+/// runner must already hold the part's inputs (run the graph once first).
+/// Convolutions are mergeable as ios::merge_convs says.
 class ProfilingCost final : public ios::StageCostModel {
  public:
   ProfilingCost(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, int cores,
-                int repeats = 3)
-      : runner_(runner), block_(block), part_(part), cores_(cores), repeats_(repeats) {}
+                int repeats = 3, StageCosts* costs = nullptr);
   double latency(const ios::OpDag& dag, const ios::Stage& stage) override;
   bool mergeable(const ios::OpDag& dag, ios::OpSet ops) override;
-  /// Distinct stages measured so far.
-  int64_t profiled() const { return static_cast<int64_t>(cache_.size()); }
+  /// Distinct stages this model measured (not found in the cache).
+  int64_t profiled() const { return profiled_; }
 
  private:
   CnnRunner& runner_;
   const ios::CnnBlock& block_;
   const ios::BlockPart& part_;
   int cores_, repeats_;
-  std::map<std::vector<ios::OpSet>, double> cache_;
+  std::unique_ptr<StageCosts> own_;
+  StageCosts* costs_;
+  int64_t profiled_ = 0;
 };
+
+/// Seconds of one run of `plan` over `part`, to completion.
+double time_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
+                 int cores);
+
+/// IOS's final choice, measured: the candidate plans of `part` run end to
+/// end in turns (ios::fastest, `rounds` rounds after a warm-up one).
+/// `contest.best` is the fastest candidate and `contest.seconds[k]` how
+/// candidate k did; candidates that are the same stages run once and share
+/// their times (`same[k]` is the first candidate equal to k).
+struct PlanChoice {
+  ios::Contest contest;
+  std::vector<size_t> same;
+};
+PlanChoice choose_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part,
+                       const std::vector<ios::StagePlan>& candidates, int cores, int rounds);
 
 }  // namespace sylva::cnn

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,26 @@ struct StagePlan {
 
 /// The stages of an optimal plan for `dag` under `cost` and `options`.
 StagePlan schedule(const OpDag& dag, StageCostModel& cost, const Options& options = {});
+
+/// The `k` cheapest distinct plans under `cost` (fewer if there are not
+/// that many), cheapest first; the first is schedule()'s. Greedy has one.
+/// `states` and `stages_costed` are the whole search's.
+std::vector<StagePlan> schedule_best(const OpDag& dag, StageCostModel& cost, const Options& options, int k);
+
+/// The measured final choice between candidates 0..n-1 (plans, or
+/// anything else that runs): `run(k)` runs candidate k once and returns
+/// its seconds. After a warm-up round, `rounds` rounds run every candidate
+/// once each, in turn, so drifting load on a shared machine hits them
+/// alike; the candidate with the lowest median wins.
+struct Contest {
+  size_t best = 0;
+  std::vector<std::vector<double>> seconds;  // per candidate, its timed runs
+  double spent_s = 0;                         // wall time of the whole contest, warm-up included
+  double median(size_t k) const;
+  double min(size_t k) const;
+  double max(size_t k) const;
+};
+Contest fastest(size_t n, int rounds, const std::function<double(size_t)>& run);
 
 /// The endings of `remaining` (a predecessor-closed set): every non-empty
 /// subset with no edge from it to the rest of `remaining`, in increasing

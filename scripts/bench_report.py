@@ -456,26 +456,27 @@ def table_ios(batch):
     for g in [g for g in IOS_NAMES if any(r["graph"] == g for r in rows)]:
         rs = [r for r in rows if r["graph"] == g]
         seq = next(r for r in rs if r["variant"] == "sequential")
-        line = [IOS_NAMES[g], "%.1f" % float(seq["latency_ms"])]
-        for v in ("greedy", "ios-merge", "ios-parallel", "ios-both"):
+        line = [IOS_NAMES[g], "%.1f (%s)" % (float(seq["latency_ms"]), ios_error(seq))]
+        for v in ("greedy", "ios-merge", "ios-parallel", "ios-both-dp", "ios-both"):
             cands = [r for r in rs if r["variant"] == v]
             if not cands:
                 line.append("–")
                 continue
             best = min(cands, key=lambda r: float(r["latency_ms"]))
             x = float(seq["latency_ms"]) / float(best["latency_ms"])
-            pred = abs(float(best["predicted_ms"]) / float(best["latency_ms"]) - 1)
-            text = "%s%s" % (ratio_text(x), "" if v == "greedy" else " (%s)" % best["r_s"])
-            if v == "ios-both":
-                line += [text + ("" if x >= 1 else " **slower**"), "%.0f%%" % (100 * pred)]
-            else:
-                line.append(text)
+            text = "%s (%s)" % (ratio_text(x), ios_error(best))
+            line.append(text + ("" if x >= 1 or v != "ios-both" else " **slower**"))
         out.append(line)
-    return md(["network", "Sequential ms", "Greedy", "IOS-Merge (r,s)", "IOS-Parallel (r,s)", "IOS-Both (r,s)",
-               "IOS-Both prediction error"], out) + [
+    return md(["network", "Sequential ms", "Greedy", "IOS-Merge", "IOS-Parallel", "IOS-Both, the DP alone",
+               "IOS-Both, measured choice"], out) + [
         "", measured(["ios-cpu/machine.txt"], "bash scripts/ios_bench.sh",
-                     "; batch %d, profiling cost model (oneDNN, float32), median latency of 7 rounds; each variant's "
-                     "speed-up over Sequential at its best measured (r, s)" % batch)]
+                     "; batch %d, 2 cores, profiling cost model (oneDNN, float32), (r, s) = (%s), median latency of "
+                     "7 rounds, variants in turns; each variant's speed-up over Sequential, in brackets its "
+                     "prediction's error (predicted over measured, less 1)" % (batch, rows[0]["r_s"]))]
+
+
+def ios_error(row):
+    return "%+.0f%%" % float(row["prediction_error_pct"])
 
 
 def table_readme_ios():

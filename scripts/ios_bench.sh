@@ -3,7 +3,8 @@
 # profiling cost model (every variant's plans run end to end), and the
 # effect of IOS plans on Tree-LSTM / Var-LSTM training throughput with the
 # cell written gate by gate. Env: BUILD (default build), OUT (default
-# build/ios_bench), BATCHES (default "1 16"; none: no CNN runs), PRUNING (default "1,3 2,4 3,8"),
+# build/ios_bench; the CNN runs write machine.txt and profile-batch<b>.csv there, what
+# docs/benchmark-results/ios-cpu/ holds), BATCHES (default "1 16"; none: no CNN runs), PRUNING (default "1,3"),
 # GRAPHS (default the four networks), CELLS=0 to skip the cell runs, ROUNDS
 # (default 3) rounds of the cell runs.
 set -euo pipefail
@@ -44,9 +45,16 @@ for w in sorted({r["workload"] for r in rows}):
         print(f"{w:10} {form:16} {med:9.1f}  ({lo:.1f}-{hi:.1f}), {len(rs)} rounds")
 PY
 fi
+{
+  echo "# ios_bench $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "# $(lscpu | grep -m1 'Model name' | sed 's/  */ /g')"
+  echo "# cores: $(nproc)"
+  echo "# git: $(git rev-parse --short HEAD)$(git diff --quiet || echo ' (modified)')"
+} > "$OUT/machine.txt"
 for b in ${BATCHES:-1 16}; do
   [ "$b" = none ] && continue
+  rm -f "$OUT/profile-batch$b.csv"
   "$BUILD"/benchmarks/bench_ios --cost profile --batch "$b" --cores 2 --repeats 7 \
     --graphs "${GRAPHS:-inception_v3;squeezenet;randwire_large;nasnet_large}" \
-    --pruning ${PRUNING:-1,3 2,4 3,8} | tee "$OUT/cnn_batch$b.txt"
+    --pruning ${PRUNING:-1,3} --csv "$OUT/profile-batch$b.csv" | tee "$OUT/cnn_batch$b.txt"
 done

@@ -107,7 +107,7 @@ double median(std::vector<double> v) {
 struct ProfileSetup {
   int part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds;
   cnn::Impl impl;
-  std::string device, kernels, stage_cache;
+  std::string device, kernels, stage_cache, csv;
 };
 
 // One row of the profile table: a variant's plans (one per block part).
@@ -212,6 +212,7 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
       if (k > 0) f.ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
     }
   double seq_ms = 0;
+  std::string csv;
   for (const Searched& f : found) {
     int64_t merged = 0, concurrent = 0;
     for (const StagePlan& p : f.plans)
@@ -228,6 +229,21 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
                 *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
                 (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
                 static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
+    char line[512];
+    std::snprintf(line, sizeof line, "%s,%s,\"%s\",%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%ld,%ld,%ld,%ld,%.2f\n",
+                  g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
+                  *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
+                  (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
+                  static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
+    csv += line;
+  }
+  if (!o.csv.empty()) {
+    const bool fresh = !std::filesystem::exists(o.csv) || std::filesystem::file_size(o.csv) == 0;
+    const std::string before = fresh ? std::string("graph,variant,r_s,latency_ms,latency_ms_min,latency_ms_max,"
+                                                   "vs_sequential,predicted_ms,prediction_error_pct,merged,concurrent,"
+                                                   "dp_states,stages_profiled,search_s\n")
+                                     : read_file(o.csv);
+    write_file_atomically(o.csv, before + csv);
   }
   std::printf("%s# %s: %ld stage costs (%ld read from the cache file)\n", choices.c_str(), g.name.c_str(),
               static_cast<long>(costs.size()), static_cast<long>(costs.loaded()));
@@ -286,7 +302,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--choice-rounds", choice_rounds, "profile: timed rounds of the final choice (median)")
       ->capture_default_str();
-  std::string stage_cache;
+  std::string stage_cache, csv;
+  app.add_option("--csv", csv, "profile: append every row to this CSV (with a header when new)");
   app.add_option("--stage-cache", stage_cache,
                  "profile: keep the measured stage costs in this file and reuse them when graph, batch, cores, "
                  "device and kernels are the same (a second search is then instant)");
@@ -311,6 +328,7 @@ int main(int argc, char** argv) {
     SYLVA_CHECK(kernels == "onednn" || (profile && device == "cpu"),
                 "[bench_ios] --kernels ", kernels, " needs --cost profile on --device cpu");
     SYLVA_CHECK(kernels_cache.empty() || kernels == "auto", "[bench_ios] --kernels-cache needs --kernels auto");
+    SYLVA_CHECK(profile || (csv.empty() && stage_cache.empty()), "[bench_ios] --csv and --stage-cache need --cost profile");
     if (!kernels_cache.empty()) setenv("SYLVA_COSA_CACHE", kernels_cache.c_str(), 1);  // what Impl::cosa_pick reads
     const cnn::Impl impl = device == "cuda"       ? cnn::Impl::cudnn
                            : kernels == "cosa"    ? cnn::Impl::cosa
@@ -353,7 +371,7 @@ int main(int argc, char** argv) {
         const std::string cache = stage_cache.empty() || graphs.size() == 1 ? stage_cache : stage_cache + "." + g.name;
         profile_graph(g, given, configs,
                       {part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds, impl, device,
-                       kernels, cache});
+                       kernels, cache, csv});
         continue;
       }
       double seq_cost = 0;

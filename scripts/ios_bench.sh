@@ -56,5 +56,5 @@ for b in ${BATCHES:-1 16}; do
   rm -f "$OUT/profile-batch$b.csv"
   "$BUILD"/benchmarks/bench_ios --cost profile --batch "$b" --cores 2 --repeats 7 \
     --graphs "${GRAPHS:-inception_v3;squeezenet;randwire_large;nasnet_large}" \
-    --pruning ${PRUNING:-1,3} --csv "$OUT/profile-batch$b.csv" | tee "$OUT/cnn_batch$b.txt"
+    --pruning ${PRUNING:-1,3} --explain --csv "$OUT/profile-batch$b.csv" | tee "$OUT/cnn_batch$b.txt"
 done

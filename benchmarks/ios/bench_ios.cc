@@ -106,6 +106,7 @@ double median(std::vector<double> v) {
 // What profiling runs with besides the graph.
 struct ProfileSetup {
   int part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds;
+  bool explain, warm_stages;
   cnn::Impl impl;
   std::string device, kernels, stage_cache, csv;
 };
@@ -126,6 +127,61 @@ std::string choice_summary(const std::map<std::string, int>& picked, int parts, 
   std::string s;
   for (const auto& [from, n] : picked) s += (s.empty() ? "" : ", ") + from + " " + std::to_string(n);
   return std::to_string(parts) + " parts: " + s + "; " + std::to_string(seconds).substr(0, 5) + " s choosing";
+}
+
+// What kind of stage: merged, concurrent (two or more groups), or the op
+// type of its one operator, or "chain".
+std::string stage_class(const CnnBlock& block, const BlockPart& part, const Stage& st) {
+  if (st.kind == Stage::Kind::merged) return "merged";
+  if (st.groups.size() > 1) return "concurrent";
+  if (std::popcount(st.groups[0]) > 1) return "chain";
+  const int v = std::countr_zero(st.groups[0]);
+  return block.ops()[static_cast<size_t>(part.ops[static_cast<size_t>(v)])]->type;
+}
+
+// --explain: a row's stages timed inside runs of its whole plans (each
+// part's plan, stage by stage, median of `rounds`) beside the costs the
+// search measured for them alone, summed per kind of stage.
+void explain_row(cnn::CnnRunner& runner, const std::vector<const CnnBlock*>& blocks, const std::vector<BlockPart>& parts,
+                 const Searched& f, const cnn::StageCosts& costs, int cores, int rounds, const std::string& graph) {
+  struct Sum {
+    int stages = 0;
+    double alone = 0, in_plan = 0;
+  };
+  std::map<std::string, Sum> by_class;
+  Sum all;
+  // t[p][k]: stage k of part p, one time per round of the whole network.
+  std::vector<std::vector<std::vector<double>>> t(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p) t[p].resize(f.plans[p].stages.size());
+  std::vector<double> one;
+  for (int r = 0; r <= rounds; ++r)
+    for (size_t p = 0; p < parts.size(); ++p) {
+      cnn::time_plan(runner, *blocks[p], parts[p], f.plans[p], cores, &one);
+      if (r > 0)
+        for (size_t k = 0; k < one.size(); ++k) t[p][k].push_back(one[k]);
+    }
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const StagePlan& plan = f.plans[p];
+    for (size_t k = 0; k < plan.stages.size(); ++k) {
+      const cnn::StageCosts::Cost* c = costs.find(cnn::stage_key(*blocks[p], parts[p], plan.stages[k]));
+      if (!c) continue;  // not costed by the search (cannot happen for searched plans)
+      Sum& s = by_class[stage_class(*blocks[p], parts[p], plan.stages[k])];
+      const double in_plan = median(t[p][k]);
+      for (Sum* x : {&s, &all}) {
+        ++x->stages;
+        x->alone += c->median;
+        x->in_plan += in_plan;
+      }
+    }
+  }
+  for (const auto& [cls, x] : by_class)
+    std::printf("# explain %s %s: %-10s %4d stages, alone %9.3f ms, in the plan %9.3f ms (%+.1f%%)\n", graph.c_str(),
+                f.name.c_str(), cls.c_str(), x.stages, x.alone * 1e3, x.in_plan * 1e3,
+                (x.in_plan / x.alone - 1) * 100);
+  std::printf("# explain %s %s: all        %4d stages, alone %9.3f ms, in the plan %9.3f ms (%+.1f%%); whole runs "
+              "%.3f ms\n",
+              graph.c_str(), f.name.c_str(), all.stages, all.alone * 1e3, all.in_plan * 1e3,
+              (all.in_plan / all.alone - 1) * 100, median(f.ms));
 }
 
 // Profiling mode: stage latencies measured on the device (the CPU through
@@ -160,7 +216,8 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
     std::map<std::string, int> picked;
     double choosing = 0;
     for (size_t p = 0; p < parts.size(); ++p) {
-      cnn::ProfilingCost cost(runner, *blocks[p], parts[p], o.cores, o.profile_repeats, &costs);
+      cnn::ProfilingCost cost(runner, *blocks[p], parts[p], o.cores, o.profile_repeats, &costs,
+                              o.warm_stages ? 0 : runner.working_set_bytes());
       const int k = c.variant == Variant::both ? o.candidates : 1;
       std::vector<StagePlan> best = schedule_best(parts[p].dag, cost, {c.variant, c.r, c.s}, k);
       f.profiled += cost.profiled();
@@ -247,6 +304,10 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
   }
   std::printf("%s# %s: %ld stage costs (%ld read from the cache file)\n", choices.c_str(), g.name.c_str(),
               static_cast<long>(costs.size()), static_cast<long>(costs.loaded()));
+  if (o.explain)
+    for (const Searched& f : found)
+      if (f.name == "sequential" || f.name == "ios-both")
+        explain_row(runner, blocks, parts, f, costs, o.cores, o.repeats, g.name);
   if (const auto* k = dynamic_cast<const cnn::CosaCnnKernels*>(&runner.kernels())) {
     const std::vector<cnn::ConvDecision> d = k->decisions();
     const auto on_cosa = std::count_if(d.begin(), d.end(), [](const cnn::ConvDecision& x) { return x.cosa; });
@@ -302,6 +363,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--choice-rounds", choice_rounds, "profile: timed rounds of the final choice (median)")
       ->capture_default_str();
+  bool explain = false, warm_stages = false;
+  app.add_flag("--warm-stages", warm_stages,
+               "profile on the CPU: time each stage again and again as it is, without first passing the rest of "
+               "the network's bytes through the caches (as before 2026-12-07)");
+  app.add_flag("--explain", explain,
+               "profile: time Sequential's and IOS-Both's stages inside runs of their plans and set them beside the "
+               "costs the search measured for them alone, per kind of stage");
   std::string stage_cache, csv;
   app.add_option("--csv", csv, "profile: append every row to this CSV (with a header when new)");
   app.add_option("--stage-cache", stage_cache,
@@ -370,7 +438,7 @@ int main(int argc, char** argv) {
       if (profile) {
         const std::string cache = stage_cache.empty() || graphs.size() == 1 ? stage_cache : stage_cache + "." + g.name;
         profile_graph(g, given, configs,
-                      {part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds, impl, device,
+                      {part_size, batch, cores, repeats, profile_repeats, candidates, choice_rounds, explain, warm_stages, impl, device,
                        kernels, cache, csv});
         continue;
       }

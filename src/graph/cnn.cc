@@ -323,6 +323,14 @@ std::vector<float> CnnRunner::value(const std::string& name) const {
 void CnnRunner::synchronize() { s_->backend->synchronize(); }
 
 Backend& CnnRunner::backend() const { return *s_->backend; }
+
+size_t CnnRunner::working_set_bytes() const {
+  size_t floats = 0;
+  for (const auto& [name, v] : s_->values) floats += static_cast<size_t>(v.dims.n * v.dims.c * v.dims.h * v.dims.w);
+  for (const auto* table : {&s_->weights, &s_->bias})
+    for (const auto& [name, w] : *table) floats += w.size();
+  return floats * sizeof(float);
+}
 CnnKernels& CnnRunner::kernels() const { return *s_->kernels; }
 
 void CnnRunner::run(const CnnNode& n) {

@@ -3,9 +3,12 @@
 // file across runs) and the final choice between candidate plans, each run
 // end to end.
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 #include <sstream>
 
 #include "sylva/core/error.h"
@@ -23,6 +26,38 @@ bool same_stages(const ios::StagePlan& a, const ios::StagePlan& b) {
   for (size_t k = 0; k < a.stages.size(); ++k)
     if (a.stages[k].kind != b.stages[k].kind || a.stages[k].groups != b.stages[k].groups) return false;
   return true;
+}
+
+// The last-level cache's bytes (Linux sysfs; 32 MiB if it cannot be read).
+size_t last_level_cache_bytes() {
+  size_t best = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(index) + "/size");
+    size_t n = 0;
+    std::string unit;
+    if (!(in >> n)) continue;
+    in >> unit;
+    best = std::max(best, n * (unit == "M" ? 1 << 20 : unit == "K" ? 1 << 10 : 1));
+  }
+  return best ? best : size_t{32} << 20;
+}
+
+// `bytes` (at most twice the last-level cache) read by `threads` OpenMP
+// threads, each its share of a buffer of its own, one byte per cache line.
+// Read, not written: written lines would leave the caches dirty, and the
+// stage would pay for writing them back, which a real run does not.
+void pass_through_caches(int threads, size_t bytes) {
+  static const size_t cap = 2 * last_level_cache_bytes();
+  const size_t share = std::min(bytes, cap) / static_cast<size_t>(threads);
+  static std::atomic<unsigned> sink{0};
+#pragma omp parallel num_threads(threads)
+  {
+    thread_local std::vector<unsigned char> buffer;
+    if (buffer.size() < share) buffer.assign(share, 1);
+    unsigned sum = 0;
+    for (size_t i = 0; i < share; i += 64) sum += buffer[i];
+    sink.fetch_add(sum, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
@@ -82,8 +117,8 @@ std::string stage_key(const ios::CnnBlock& block, const ios::BlockPart& part, co
 }
 
 ProfilingCost::ProfilingCost(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, int cores,
-                             int repeats, StageCosts* costs)
-    : runner_(runner), block_(block), part_(part), cores_(cores), repeats_(repeats) {
+                             int repeats, StageCosts* costs, size_t rest_bytes)
+    : runner_(runner), block_(block), part_(part), cores_(cores), repeats_(repeats), rest_bytes_(rest_bytes) {
   SYLVA_CHECK(repeats_ >= 1, "[cnn] profiling needs at least one repeat, got ", repeats_);
   if (!costs) own_ = std::make_unique<StageCosts>("");
   costs_ = costs ? costs : own_.get();
@@ -96,6 +131,7 @@ double ProfilingCost::latency(const ios::OpDag&, const ios::Stage& stage) {
   std::vector<double> t;
   runner_.synchronize();
   for (int k = 0; k <= repeats_; ++k) {
+    if (rest_bytes_ && runner_.backend().concurrent_calls()) pass_through_caches(cores_, rest_bytes_);
     const auto start = std::chrono::steady_clock::now();
     runner_.run_stage(ops, part_, stage, cores_);
     runner_.synchronize();
@@ -109,10 +145,23 @@ double ProfilingCost::latency(const ios::OpDag&, const ios::Stage& stage) {
 }
 
 double time_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
-                 int cores) {
+                 int cores, std::vector<double>* stage_seconds) {
   runner.synchronize();
   const auto start = std::chrono::steady_clock::now();
-  run_plan(runner, block, part, plan, cores);
+  if (!stage_seconds) {
+    run_plan(runner, block, part, plan, cores);
+  } else {
+    const std::vector<const ios::CnnNode*> ops = block.ops();
+    stage_seconds->clear();
+    auto before = start;
+    for (const ios::Stage& st : plan.stages) {
+      runner.run_stage(ops, part, st, cores);
+      runner.synchronize();
+      const auto after = std::chrono::steady_clock::now();
+      stage_seconds->push_back(std::chrono::duration<double>(after - before).count());
+      before = after;
+    }
+  }
   runner.synchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

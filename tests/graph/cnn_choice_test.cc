@@ -58,7 +58,7 @@ TEST(StageCosts, SearchesShareMeasuredStagesByTheirOperators) {
   const ios::StagePlan both = ios::schedule(part.dag, first, {ios::Variant::both, 0, 0});
   EXPECT_GT(first.profiled(), 0);
   EXPECT_EQ(costs.size(), first.profiled());
-  ProfilingCost second(runner, b, part, 2, 1, &costs);  // another search of the same part
+  ProfilingCost second(runner, b, part, 2, 1, &costs, runner.working_set_bytes());  // another search of the part
   const ios::StagePlan again = ios::schedule(part.dag, second, {ios::Variant::both, 0, 0});
   EXPECT_EQ(second.profiled(), 0);
   EXPECT_DOUBLE_EQ(again.cost, both.cost);
@@ -79,6 +79,30 @@ TEST(StageCosts, SearchesShareMeasuredStagesByTheirOperators) {
   EXPECT_EQ(stage_key(b, part, {ios::Stage::Kind::concurrent, {op("a"), op("b")}}), "a | b");
   EXPECT_EQ(stage_key(b, part, {ios::Stage::Kind::concurrent, {op("b") | op("c")}}), "b,c");
   EXPECT_EQ(stage_key(b, part, {ios::Stage::Kind::merged, {op("a") | op("b")}}), "merged a,b");
+}
+
+// What a run of the whole graph touches: every output, every weight; the
+// outputs grow with the batch, the weights do not.
+TEST(StageCosts, TheWorkingSetIsEveryOutputAndWeight) {
+  test::TempDir dir;
+  const ios::CnnGraph g = ios::read_ios_graph(dir.file("g.json", test::kTinyCnnGraph));
+  int64_t per_sample = 0;  // floats of one sample's outputs: input, enter, inner (sequential members too), exit
+  const auto add = [&](const ios::CnnNode& n) {
+    per_sample += n.output_shape[0] * n.output_shape[1] * n.output_shape[2];
+  };
+  add(g.input);
+  add(g.blocks[0].enter);
+  for (const ios::CnnNode& n : g.blocks[0].inner) {
+    add(n);
+    for (const ios::CnnNode& m : n.nodes) add(m);
+  }
+  add(g.blocks[0].exit);
+  // Weights and biases: conv "1" 4x3x3x3 + 4, a 2x4x1x1 + 2, b 2x4x3x3 + 2, s2 4x2x1x1 + 4 (groups 2).
+  const int64_t weights = 4 * 3 * 9 + 4 + 2 * 4 + 2 + 2 * 4 * 9 + 2 + 4 * 2 + 4;
+  for (int64_t batch : {1, 3}) {
+    CnnRunner r(g, batch, 1);
+    EXPECT_EQ(r.working_set_bytes(), static_cast<size_t>((batch * per_sample + weights) * 4)) << "batch " << batch;
+  }
 }
 
 // The final choice runs every candidate, keeps the lowest median, runs

@@ -75,11 +75,16 @@ class CnnRunner {
   CnnKernels& kernels() const;
   /// The backend whose memory holds the values and whose lanes run the work.
   Backend& backend() const;
+  /// Bytes of every node's output and every weight and bias: what a run of
+  /// the whole graph reads and writes at least once.
+  size_t working_set_bytes() const;
 
   struct State;
 
  private:
   friend void run_plan(CnnRunner&, const ios::CnnBlock&, const ios::BlockPart&, const ios::StagePlan&, int);
+  friend double time_plan(CnnRunner&, const ios::CnnBlock&, const ios::BlockPart&, const ios::StagePlan&, int,
+                          std::vector<double>*);
   friend class ProfilingCost;
   void run_stage(const std::vector<const ios::CnnNode*>& ops, const ios::BlockPart& part, const ios::Stage& st,
                  int cores);
@@ -162,10 +167,19 @@ std::string stage_key(const ios::CnnBlock& block, const ios::BlockPart& part, co
 /// `repeats`, each to completion), and kept in `costs` with its spread. The
 /// runner must already hold the part's inputs (run the graph once first).
 /// Convolutions are mergeable as ios::merge_convs says.
+///
+/// With `rest_bytes` (the CPU only), the threads first write that many
+/// bytes of a buffer of their own (at most twice the last-level cache)
+/// before every timed run: the rest of the network, which in a real run
+/// passes through the caches between two runs of a stage. Pass the graph's
+/// working_set_bytes(): a stage of a network that fits the caches then
+/// finds its weights there, as in a real run, and one of a larger network
+/// reads them from memory, as in a real run, not from the cache its own
+/// previous repeat left them in.
 class ProfilingCost final : public ios::StageCostModel {
  public:
   ProfilingCost(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, int cores,
-                int repeats = 3, StageCosts* costs = nullptr);
+                int repeats = 3, StageCosts* costs = nullptr, size_t rest_bytes = 0);
   double latency(const ios::OpDag& dag, const ios::Stage& stage) override;
   bool mergeable(const ios::OpDag& dag, ios::OpSet ops) override;
   /// Distinct stages this model measured (not found in the cache).
@@ -176,14 +190,18 @@ class ProfilingCost final : public ios::StageCostModel {
   const ios::CnnBlock& block_;
   const ios::BlockPart& part_;
   int cores_, repeats_;
+  size_t rest_bytes_;
   std::unique_ptr<StageCosts> own_;
   StageCosts* costs_;
   int64_t profiled_ = 0;
 };
 
-/// Seconds of one run of `plan` over `part`, to completion.
+/// Seconds of one run of `plan` over `part`, to completion. With
+/// `stage_seconds`, also each stage's seconds within that run (the clock
+/// read, after a synchronize, between stages): the stages' costs in the
+/// context of the plan, to set beside ProfilingCost's.
 double time_plan(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, const ios::StagePlan& plan,
-                 int cores);
+                 int cores, std::vector<double>* stage_seconds = nullptr);
 
 /// IOS's final choice, measured: the candidate plans of `part` run end to
 /// end in turns (ios::fastest, `rounds` rounds after a warm-up one).

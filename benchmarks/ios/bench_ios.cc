@@ -123,10 +123,10 @@ struct Searched {
 };
 
 // Where the parts' chosen plans came from, for the summary line.
-std::string choice_summary(const std::map<std::string, int>& picked, int parts, double seconds) {
-  std::string s;
-  for (const auto& [from, n] : picked) s += (s.empty() ? "" : ", ") + from + " " + std::to_string(n);
-  return std::to_string(parts) + " parts: " + s + "; " + std::to_string(seconds).substr(0, 5) + " s choosing";
+std::string choice_summary(const std::map<std::string, int>& picked, int parts) {
+  std::string s = std::to_string(parts) + " parts:";
+  for (const auto& [from, n] : picked) s += " " + from + " " + std::to_string(n);
+  return s;
 }
 
 // What kind of stage: merged, concurrent (two or more groups), or the op
@@ -184,6 +184,72 @@ void explain_row(cnn::CnnRunner& runner, const std::vector<const CnnBlock*>& blo
               (all.in_plan / all.alone - 1) * 100, median(f.ms));
 }
 
+// Seconds of one run of the whole network with `plans` (one per part).
+double time_network(cnn::CnnRunner& runner, const std::vector<const CnnBlock*>& blocks,
+                    const std::vector<BlockPart>& parts, const std::vector<StagePlan>& plans, int cores) {
+  runner.synchronize();
+  const auto s0 = std::chrono::steady_clock::now();
+  for (size_t p = 0; p < parts.size(); ++p) cnn::run_plan(runner, *blocks[p], parts[p], plans[p], cores);
+  runner.synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+}
+
+// IOS-Both's final choice, measured. Per part, the DP's best plans and
+// the other variants' plans of that part (Sequential, Greedy, and Merge
+// and Parallel at the same r,s) run in turns and the fastest is kept: the
+// "mixed" plan. Then the whole network runs in turns with the mixed plan,
+// the DP's best alone and each other variant's plans; the fastest is
+// IOS-Both, so in that contest it is at least as fast as each of them.
+Searched choose_both(const std::string& graph, cnn::CnnRunner& runner, const std::vector<const CnnBlock*>& blocks,
+                     const std::vector<BlockPart>& parts, const Searched& dp,
+                     const std::vector<std::vector<StagePlan>>& runners_up, const std::vector<Searched>& found,
+                     const ProfileSetup& o, std::string& summary) {
+  std::vector<const Searched*> others{&dp};
+  for (const Searched& f : found)
+    if (f.config.variant == Variant::sequential || f.config.variant == Variant::greedy ||
+        (f.config.r == dp.config.r && f.config.s == dp.config.s && f.name != "ios-both"))
+      others.push_back(&f);
+  Searched mixed = dp;
+  mixed.name = "mixed";
+  mixed.predicted = 0;
+  std::map<std::string, int> picked;
+  double choosing = 0;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    std::vector<StagePlan> cands = runners_up[p];
+    std::vector<std::string> from;
+    for (size_t i = 0; i < cands.size(); ++i) from.push_back("dp-" + std::to_string(i + 1));
+    for (size_t i = 1; i < others.size(); ++i) {
+      cands.push_back(others[i]->plans[p]);
+      from.push_back(others[i]->name);
+    }
+    const cnn::PlanChoice pick = cnn::choose_plan(runner, *blocks[p], parts[p], cands, o.cores, o.choice_rounds);
+    ++picked[from[pick.contest.best]];
+    choosing += pick.contest.spent_s;
+    mixed.predicted += cands[pick.contest.best].cost;
+    mixed.plans[p] = cands[pick.contest.best];
+  }
+  others.insert(others.begin(), &mixed);
+  const ios::Contest whole = ios::fastest(others.size(), o.choice_rounds, [&](size_t k) {
+    return time_network(runner, blocks, parts, others[k]->plans, o.cores);
+  });
+  choosing += whole.spent_s;
+  Searched chosen = *others[whole.best];
+  chosen.name = "ios-both";
+  chosen.config = dp.config;
+  chosen.profiled = dp.profiled;
+  chosen.states = dp.states;
+  chosen.search_s = dp.search_s + choosing;
+  chosen.ms.clear();
+  std::string line = "# " + graph + " ios-both " + std::to_string(dp.config.r) + "," +
+                     std::to_string(dp.config.s) + ", the choice: per part (" +
+                     choice_summary(picked, static_cast<int>(parts.size())) + "), then whole runs:";
+  for (size_t k = 0; k < others.size(); ++k)
+    line += " " + others[k]->name + " " + std::to_string(whole.median(k) * 1e3).substr(0, 6) + " ms" +
+            (k == whole.best ? " (kept)" : "") + (k + 1 < others.size() ? "," : "");
+  summary += line + "; " + std::to_string(choosing).substr(0, 5) + " s choosing\n";
+  return chosen;
+}
+
 // Profiling mode: stage latencies measured on the device (the CPU through
 // oneDNN, or the GPU through cuDNN), every variant searched with them, and
 // IOS-Both's final choice measured: per part, the DP's best `candidates`
@@ -208,55 +274,31 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
   std::vector<Searched> found;
   std::string choices;
   for (const Config& c : configs) {
-    Searched f, chosen;
+    Searched f;
     f.name = variant_name(c.variant);
-    chosen.name = "ios-both";
-    f.config = chosen.config = c;
+    f.config = c;
     const auto t0 = std::chrono::steady_clock::now();
-    std::map<std::string, int> picked;
-    double choosing = 0;
+    std::vector<std::vector<StagePlan>> runners_up;  // per part, the DP's best `candidates` (Both)
     for (size_t p = 0; p < parts.size(); ++p) {
       cnn::ProfilingCost cost(runner, *blocks[p], parts[p], o.cores, o.profile_repeats, &costs,
                               o.warm_stages ? 0 : runner.working_set_bytes());
-      const int k = c.variant == Variant::both ? o.candidates : 1;
-      std::vector<StagePlan> best = schedule_best(parts[p].dag, cost, {c.variant, c.r, c.s}, k);
+      std::vector<StagePlan> best =
+          schedule_best(parts[p].dag, cost, {c.variant, c.r, c.s}, c.variant == Variant::both ? o.candidates : 1);
       f.profiled += cost.profiled();
       f.states += best.front().states;
       f.predicted += best.front().cost;
       f.plans.push_back(best.front());
-      if (c.variant != Variant::both) continue;
-      // The measured final choice: the DP's runners-up and every variant
-      // searched before this one (sequential, greedy, and this r,s's merge
-      // and parallel) compete end to end.
-      std::vector<std::string> from;
-      for (size_t i = 0; i < best.size(); ++i) from.push_back("dp-" + std::to_string(i + 1));
-      for (const Searched& other : found)
-        if (other.name != "ios-both" && (other.config.variant == Variant::sequential ||
-                                         other.config.variant == Variant::greedy ||
-                                         (other.config.r == c.r && other.config.s == c.s))) {
-          best.push_back(other.plans[p]);
-          from.push_back(other.name);
-        }
-      const cnn::PlanChoice pick = cnn::choose_plan(runner, *blocks[p], parts[p], best, o.cores, o.choice_rounds);
-      ++picked[from[pick.contest.best]];
-      choosing += pick.contest.spent_s;
-      chosen.predicted += best[pick.contest.best].cost;
-      chosen.plans.push_back(std::move(best[pick.contest.best]));
+      runners_up.push_back(std::move(best));
     }
     f.search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (c.variant == Variant::both) {
-      f.name = "ios-both-dp";
-      f.search_s -= choosing;
-      chosen.profiled = f.profiled;
-      chosen.states = f.states;
-      chosen.search_s = f.search_s + choosing;
-      choices += "# " + g.name + " ios-both " + std::to_string(c.r) + "," + std::to_string(c.s) + ", the choice: " +
-                 choice_summary(picked, static_cast<int>(parts.size()), choosing) + "\n";
+    if (c.variant != Variant::both) {
       found.push_back(std::move(f));
-      found.push_back(std::move(chosen));
-    } else {
-      found.push_back(std::move(f));
+      continue;
     }
+    f.name = "ios-both-dp";
+    Searched chosen = choose_both(g.name, runner, blocks, parts, f, runners_up, found, o, choices);
+    found.push_back(std::move(f));
+    found.push_back(std::move(chosen));
   }
   costs.save();
   // End to end, the variants take turns (one run each per round, after a
@@ -326,7 +368,7 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
 int main(int argc, char** argv) {
   std::vector<std::string> graphs{"inception_v3", "squeezenet", "randwire_large", "nasnet_large"};
   std::string data, schedule_out, dot_dir;
-  int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 3, candidates = 3, choice_rounds = 3;
+  int batch = 1, cores = 2, part_size = 32, repeats = 5, profile_repeats = 3, candidates = 3, choice_rounds = 5;
   std::string cost_model = "analytical", device = "cpu", kernels = "onednn";
   std::vector<std::string> pruning{"1,3", "2,4", "3,8"};
   CLI::App app{"IOS search on the IOS paper's CNN graphs (analytical stage cost model)"};

@@ -463,16 +463,17 @@ def table_ios(batch):
                 line.append("–")
                 continue
             best = min(cands, key=lambda r: float(r["latency_ms"]))
-            x = float(seq["latency_ms"]) / float(best["latency_ms"])
+            x = float(best["vs_sequential"])
             text = "%s (%s)" % (ratio_text(x), ios_error(best))
             line.append(text + ("" if x >= 1 or v != "ios-both" else " **slower**"))
         out.append(line)
     return md(["network", "Sequential ms", "Greedy", "IOS-Merge", "IOS-Parallel", "IOS-Both, the DP alone",
                "IOS-Both, measured choice"], out) + [
         "", measured(["ios-cpu/machine.txt"], "bash scripts/ios_bench.sh",
-                     "; batch %d, 2 cores, profiling cost model (oneDNN, float32), (r, s) = (%s), median latency of "
-                     "7 rounds, variants in turns; each variant's speed-up over Sequential, in brackets its "
-                     "prediction's error (predicted over measured, less 1)" % (batch, rows[0]["r_s"]))]
+                     "; batch %d, 2 cores, profiling cost model (oneDNN, float32), (r, s) = (%s); 7 rounds, "
+                     "variants in turns; each variant's speed-up over Sequential (median over the rounds of "
+                     "Sequential's time over the variant's), in brackets its prediction's error (predicted over "
+                     "measured median, less 1)" % (batch, [r["r_s"] for r in rows if r["r_s"] != "-"][0]))]
 
 
 def ios_error(row):
@@ -486,7 +487,7 @@ def table_readme_ios():
         rs = [r for r in rows if r["graph"] == g]
         seq = next(r for r in rs if r["variant"] == "sequential")
         both = min((r for r in rs if r["variant"] == "ios-both"), key=lambda r: float(r["latency_ms"]))
-        x = float(seq["latency_ms"]) / float(both["latency_ms"])
+        x = float(both["vs_sequential"])
         out.append([IOS_NAMES[g], "%.1f" % float(seq["latency_ms"]), "%.1f" % float(both["latency_ms"]),
                     ratio_text(x) + ("" if x >= 1 else " (**slower**)")])
     return md(["network, batch 1", "Sequential ms", "IOS-Both ms", "IOS-Both / Sequential"], out) + [

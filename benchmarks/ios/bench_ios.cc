@@ -303,14 +303,17 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
   costs.save();
   // End to end, the variants take turns (one run each per round, after a
   // warm-up round), so drifting load on a shared machine hits them alike.
+  // Each round starts at the next variant, so none always runs first.
   for (int k = 0; k <= o.repeats; ++k)
-    for (Searched& f : found) {
-      const auto s0 = std::chrono::steady_clock::now();
-      for (size_t p = 0; p < parts.size(); ++p) cnn::run_plan(runner, *blocks[p], parts[p], f.plans[p], o.cores);
-      runner.synchronize();
-      if (k > 0) f.ms.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count() * 1e3);
+    for (size_t i = 0; i < found.size(); ++i) {
+      Searched& f = found[(i + static_cast<size_t>(k)) % found.size()];
+      const double s = time_network(runner, blocks, parts, f.plans, o.cores);
+      if (k > 0) f.ms.push_back(s * 1e3);
     }
-  double seq_ms = 0;
+  // vs seq: the median over the rounds of Sequential's time over the
+  // variant's in the same round (paired, so a slow spell of the machine
+  // that spans a round cancels out).
+  const std::vector<double>& seq_rounds = found.front().ms;  // configs start with Sequential
   std::string csv;
   for (const Searched& f : found) {
     int64_t merged = 0, concurrent = 0;
@@ -320,18 +323,20 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
         concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
       }
     const double ms = median(f.ms);
-    if (f.config.variant == Variant::sequential) seq_ms = ms;
+    std::vector<double> paired;
+    for (size_t r = 0; r < f.ms.size(); ++r) paired.push_back(seq_rounds[r] / f.ms[r]);
+    const double vs_seq = median(paired);
     const Config& c = f.config;
     const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
     std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %+7.1f%% %7ld %7ld %10ld %10ld %10.1f\n",
                 g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
-                *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
+                *std::max_element(f.ms.begin(), f.ms.end()), vs_seq, f.predicted * 1e3,
                 (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
                 static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
     char line[512];
     std::snprintf(line, sizeof line, "%s,%s,\"%s\",%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%ld,%ld,%ld,%ld,%.2f\n",
                   g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
-                  *std::max_element(f.ms.begin(), f.ms.end()), seq_ms / ms, f.predicted * 1e3,
+                  *std::max_element(f.ms.begin(), f.ms.end()), vs_seq, f.predicted * 1e3,
                   (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
                   static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
     csv += line;
@@ -451,7 +456,8 @@ int main(int argc, char** argv) {
                                                                             : "oneDNN, convolutions: " + kernels) +
                                                        ", float32)";
       std::printf("# bench_ios: profiling cost model, batch %d, %s; latency of the whole network in ms, median "
-                  "(min max) of %d runs, variants in turn; pred err: predicted over measured, less 1; merged / "
+                  "(min max) of %d runs, variants in turn; vs seq: median over the rounds of Sequential's time over the "
+                  "variant's; pred err: predicted over measured, less 1; merged / "
                   "concur: stages merged / of two or more groups; ios-both: the measured choice, ios-both-dp: "
                   "the DP's best alone\n",
                   batch, where.c_str(), repeats);

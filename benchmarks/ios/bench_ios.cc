@@ -250,6 +250,66 @@ Searched choose_both(const std::string& graph, cnn::CnnRunner& runner, const std
   return chosen;
 }
 
+// The sum of the minimum (not the median) cost of every stage of `plans`.
+double predicted_min(const std::vector<StagePlan>& plans, const cnn::StageCosts& costs,
+                     const std::vector<const CnnBlock*>& blocks, const std::vector<BlockPart>& parts) {
+  double sum = 0;
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (const Stage& st : plans[p].stages) {
+      const cnn::StageCosts::Cost* c = costs.find(cnn::stage_key(*blocks[p], parts[p], st));
+      SYLVA_CHECK(c, "[bench_ios] a stage of a searched plan was never costed");
+      sum += c->min;
+    }
+  return sum;
+}
+
+// The table's rows (and the CSV's, appended to `csv` when given). vs seq:
+// the median over the rounds of Sequential's time over the variant's in
+// the same round (paired, so a slow spell of the machine that spans a
+// round cancels out). pred err: the predicted latency (the sum of the
+// stages' median costs) over the median latency, less 1; min err: the sum
+// of the stages' fastest runs over the fastest run of the whole network.
+void report_rows(const std::string& graph, const std::vector<Searched>& found, const cnn::StageCosts& costs,
+                 const std::vector<const CnnBlock*>& blocks, const std::vector<BlockPart>& parts,
+                 const std::string& csv_file) {
+  const std::vector<double>& seq_rounds = found.front().ms;  // configs start with Sequential
+  std::string csv;
+  for (const Searched& f : found) {
+    int64_t merged = 0, concurrent = 0;
+    for (const StagePlan& p : f.plans)
+      for (const Stage& st : p.stages) {
+        merged += st.kind == Stage::Kind::merged;
+        concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
+      }
+    const double ms = median(f.ms), lo = *std::min_element(f.ms.begin(), f.ms.end()),
+                 hi = *std::max_element(f.ms.begin(), f.ms.end());
+    std::vector<double> paired;
+    for (size_t r = 0; r < f.ms.size(); ++r) paired.push_back(seq_rounds[r] / f.ms[r]);
+    const double vs_seq = median(paired), err = (f.predicted * 1e3 / ms - 1) * 100,
+                 min_err = (predicted_min(f.plans, costs, blocks, parts) * 1e3 / lo - 1) * 100;
+    const Config& c = f.config;
+    const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
+    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %+7.1f%% %+7.1f%% %7ld %7ld %10ld %10ld %10.1f\n",
+                graph.c_str(), f.name.c_str(), rs.c_str(), ms, lo, hi, vs_seq, f.predicted * 1e3, err, min_err,
+                static_cast<long>(merged), static_cast<long>(concurrent), static_cast<long>(f.states),
+                static_cast<long>(f.profiled), f.search_s);
+    char line[512];
+    std::snprintf(line, sizeof line, "%s,%s,\"%s\",%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%.2f,%ld,%ld,%ld,%ld,%.2f\n",
+                  graph.c_str(), f.name.c_str(), rs.c_str(), ms, lo, hi, vs_seq, f.predicted * 1e3, err, min_err,
+                  static_cast<long>(merged), static_cast<long>(concurrent), static_cast<long>(f.states),
+                  static_cast<long>(f.profiled), f.search_s);
+    csv += line;
+  }
+  if (csv_file.empty()) return;
+  const bool fresh = !std::filesystem::exists(csv_file) || std::filesystem::file_size(csv_file) == 0;
+  const std::string before = fresh ? std::string("graph,variant,r_s,latency_ms,latency_ms_min,latency_ms_max,"
+                                                 "vs_sequential,predicted_ms,prediction_error_pct,"
+                                                 "prediction_error_min_pct,merged,concurrent,dp_states,"
+                                                 "stages_profiled,search_s\n")
+                                   : read_file(csv_file);
+  write_file_atomically(csv_file, before + csv);
+}
+
 // Profiling mode: stage latencies measured on the device (the CPU through
 // oneDNN, or the GPU through cuDNN), every variant searched with them, and
 // IOS-Both's final choice measured: per part, the DP's best `candidates`
@@ -310,45 +370,7 @@ void profile_graph(const CnnGraph& g, const std::vector<std::vector<std::string>
       const double s = time_network(runner, blocks, parts, f.plans, o.cores);
       if (k > 0) f.ms.push_back(s * 1e3);
     }
-  // vs seq: the median over the rounds of Sequential's time over the
-  // variant's in the same round (paired, so a slow spell of the machine
-  // that spans a round cancels out).
-  const std::vector<double>& seq_rounds = found.front().ms;  // configs start with Sequential
-  std::string csv;
-  for (const Searched& f : found) {
-    int64_t merged = 0, concurrent = 0;
-    for (const StagePlan& p : f.plans)
-      for (const Stage& st : p.stages) {
-        merged += st.kind == Stage::Kind::merged;
-        concurrent += st.kind == Stage::Kind::concurrent && st.groups.size() > 1;
-      }
-    const double ms = median(f.ms);
-    std::vector<double> paired;
-    for (size_t r = 0; r < f.ms.size(); ++r) paired.push_back(seq_rounds[r] / f.ms[r]);
-    const double vs_seq = median(paired);
-    const Config& c = f.config;
-    const std::string rs = c.r || c.s ? std::to_string(c.r) + "," + std::to_string(c.s) : "-";
-    std::printf("%-16s %-13s %5s %10.3f %9.3f %9.3f %8.2fx %10.3f %+7.1f%% %7ld %7ld %10ld %10ld %10.1f\n",
-                g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
-                *std::max_element(f.ms.begin(), f.ms.end()), vs_seq, f.predicted * 1e3,
-                (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
-                static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
-    char line[512];
-    std::snprintf(line, sizeof line, "%s,%s,\"%s\",%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%ld,%ld,%ld,%ld,%.2f\n",
-                  g.name.c_str(), f.name.c_str(), rs.c_str(), ms, *std::min_element(f.ms.begin(), f.ms.end()),
-                  *std::max_element(f.ms.begin(), f.ms.end()), vs_seq, f.predicted * 1e3,
-                  (f.predicted * 1e3 / ms - 1) * 100, static_cast<long>(merged), static_cast<long>(concurrent),
-                  static_cast<long>(f.states), static_cast<long>(f.profiled), f.search_s);
-    csv += line;
-  }
-  if (!o.csv.empty()) {
-    const bool fresh = !std::filesystem::exists(o.csv) || std::filesystem::file_size(o.csv) == 0;
-    const std::string before = fresh ? std::string("graph,variant,r_s,latency_ms,latency_ms_min,latency_ms_max,"
-                                                   "vs_sequential,predicted_ms,prediction_error_pct,merged,concurrent,"
-                                                   "dp_states,stages_profiled,search_s\n")
-                                     : read_file(o.csv);
-    write_file_atomically(o.csv, before + csv);
-  }
+  report_rows(g.name, found, costs, blocks, parts, o.csv);
   std::printf("%s# %s: %ld stage costs (%ld read from the cache file)\n", choices.c_str(), g.name.c_str(),
               static_cast<long>(costs.size()), static_cast<long>(costs.loaded()));
   if (o.explain)
@@ -457,13 +479,14 @@ int main(int argc, char** argv) {
                                                        ", float32)";
       std::printf("# bench_ios: profiling cost model, batch %d, %s; latency of the whole network in ms, median "
                   "(min max) of %d runs, variants in turn; vs seq: median over the rounds of Sequential's time over the "
-                  "variant's; pred err: predicted over measured, less 1; merged / "
+                  "variant's; pred err: predicted over measured median, less 1; min err: the stages' fastest runs "
+                  "summed over the fastest run; merged / "
                   "concur: stages merged / of two or more groups; ios-both: the measured choice, ios-both-dp: "
                   "the DP's best alone\n",
                   batch, where.c_str(), repeats);
-      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %8s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s",
-                  "latency", "min", "max", "vs seq", "predicted", "pred err", "merged", "concur", "DP states",
-                  "profiled", "search s");
+      std::printf("%-16s %-13s %5s %10s %9s %9s %9s %10s %8s %8s %7s %7s %10s %10s %10s\n", "graph", "variant", "r,s",
+                  "latency", "min", "max", "vs seq", "predicted", "pred err", "min err", "merged", "concur",
+                  "DP states", "profiled", "search s");
     } else {
       std::printf("# bench_ios: analytical cost model (batch %d, %d cores); costs are model milliseconds, not "
                   "measurements\n",

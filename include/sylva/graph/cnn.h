@@ -78,6 +78,10 @@ class CnnRunner {
   /// Bytes of every node's output and every weight and bias: what a run of
   /// the whole graph reads and writes at least once.
   size_t working_set_bytes() const;
+  /// Reads (a float per cache line) the values that `nodes` read, so they
+  /// are in the caches as they are when their producers have just run (host
+  /// memory only; a no-op on a device).
+  void read_inputs(const std::vector<const ios::CnnNode*>& nodes) const;
 
   struct State;
 
@@ -168,14 +172,16 @@ std::string stage_key(const ios::CnnBlock& block, const ios::BlockPart& part, co
 /// runner must already hold the part's inputs (run the graph once first).
 /// Convolutions are mergeable as ios::merge_convs says.
 ///
-/// With `rest_bytes` (the CPU only), the threads first write that many
+/// With `rest_bytes` (the CPU only), the threads first read that many
 /// bytes of a buffer of their own (at most twice the last-level cache)
 /// before every timed run: the rest of the network, which in a real run
 /// passes through the caches between two runs of a stage. Pass the graph's
 /// working_set_bytes(): a stage of a network that fits the caches then
 /// finds its weights there, as in a real run, and one of a larger network
 /// reads them from memory, as in a real run, not from the cache its own
-/// previous repeat left them in.
+/// previous repeat left them in. Then the stage's inputs are read
+/// (CnnRunner::read_inputs): in a real run their producers have just
+/// written them.
 class ProfilingCost final : public ios::StageCostModel {
  public:
   ProfilingCost(CnnRunner& runner, const ios::CnnBlock& block, const ios::BlockPart& part, int cores,

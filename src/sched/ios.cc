@@ -73,10 +73,11 @@ class Solver {
     for (Stage& st : candidates(s)) {
       const double own = stage_cost(st);
       const std::vector<Entry>& rest = solve(s & ~st.ops());
-      const auto stage = std::make_shared<const Stage>(std::move(st));
+      std::shared_ptr<const Stage> stage;  // made once this stage is kept
       for (size_t j = 0; j < rest.size(); ++j) {
         const double c = own + rest[j].cost;
         if (static_cast<int>(best.size()) == keep_ && c >= best.back().cost) break;  // rest is sorted
+        if (!stage) stage = std::make_shared<const Stage>(std::move(st));
         const auto at = std::upper_bound(best.begin(), best.end(), c, [](double x, const Entry& e) { return x < e.cost; });
         best.insert(at, {c, stage, static_cast<int>(j)});
         if (static_cast<int>(best.size()) > keep_) best.pop_back();
